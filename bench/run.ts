@@ -1,0 +1,19 @@
+/**
+ * `npm run bench -- <name>` runs bench/<name>.ts (DESIGN.md §7). Each benchmark prints readable
+ * lines, the machine and versions first (see machine.ts), and one JSON object as its last line.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const name = process.argv[2];
+const available = readdirSync(here)
+  .filter((f) => f.endsWith('.ts') && !['run.ts', 'machine.ts'].includes(f))
+  .map((f) => f.slice(0, -3));
+
+if (name === undefined || !/^[a-z0-9-]+$/.test(name) || !existsSync(path.join(here, `${name}.ts`))) {
+  process.stderr.write(`usage: npm run bench -- <name>\navailable: ${available.join(', ') || '(none yet)'}\n`);
+  process.exit(2);
+}
+await import(pathToFileURL(path.join(here, `${name}.ts`)).href);

@@ -1,0 +1,11 @@
+/** The subcommand table of DESIGN.md §1. Each entry wires one role; no logic here. */
+import { notBuilt, type Command } from './command.ts';
+
+export const commands: Record<string, Command> = {
+  start: notBuilt('edge + policy + renderer + guard on one machine'),
+  policy: notBuilt('ext_authz and settle service for Envoy'),
+  renderer: notBuilt('the renderer server'),
+  guard: notBuilt('the egress guard (forward proxy)'),
+  controller: notBuilt('the Kubernetes operator'),
+  keys: notBuilt('key admin: create --plan P | list | revoke ID'),
+};

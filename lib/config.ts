@@ -1,0 +1,138 @@
+/**
+ * The one place that reads process.env (STYLE.md habit 4). Every setting of DESIGN.md §3 and
+ * the role-specific ones is parsed once, validated and frozen; a bad value throws a
+ * ConfigError naming the variable and what it accepts, and the command stops with it.
+ */
+import path from 'node:path';
+
+/** A setting that cannot be used; the message names the variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export type Isolation = 'netns' | 'pod';
+
+export interface Config {
+  /** Listen port of the role; undefined means the role's default (DESIGN.md §1). */
+  port: number | undefined;
+  /** Admin listener (metrics, /healthz/*); never the public port. */
+  adminPort: number | undefined;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  redisUrl: string | undefined;
+  plansFile: string | undefined;
+  chromiumPath: string | undefined;
+  slots: number;
+  renderTimeoutMs: number;
+  maxOutputBytes: number;
+  /** Chromium is restarted after this many renders. */
+  recycleAfterRenders: number;
+  /** Chromium is restarted when its processes' resident memory passes this many MiB. */
+  browserMaxRssMb: number;
+  /** File cache size bound in bytes. */
+  cacheMaxBytes: number;
+  isolation: Isolation;
+  guardUrl: string | undefined;
+  /** Unix socket the guard listens on (in addition to or instead of a port). */
+  guardSocket: string | undefined;
+  guardDnsServers: readonly string[];
+  guardAllowCidrs: readonly string[];
+  guardSelfAddresses: readonly string[];
+  guardConnectTimeoutMs: number;
+  guardIdleTimeoutMs: number;
+  guardDnsTimeoutMs: number;
+  guardMaxTunnels: number;
+  /** Where a renderer settles leases (policy's HTTP server). */
+  policyUrl: string | undefined;
+  /** Grace added to the render budget before an unsettled lease expires. */
+  leaseGraceMs: number;
+  otelEndpoint: string | undefined;
+  otelServiceName: string | undefined;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+type Env = Record<string, string | undefined>;
+
+function raw(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const v = raw(env, name);
+  if (v === undefined) return fallback;
+  if (!/^\d+$/.test(v)) throw new ConfigError(`${name} must be a whole number from ${min} to ${max}`);
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}`);
+  }
+  return n;
+}
+
+function optionalPort(env: Env, name: string): number | undefined {
+  return raw(env, name) === undefined ? undefined : integer(env, name, 0, 0, 65535);
+}
+
+function url(env: Env, name: string, schemes: readonly string[]): string | undefined {
+  const v = raw(env, name);
+  if (v === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute URL (${schemes.join(', ')})`);
+  }
+  if (!schemes.includes(parsed.protocol.replace(/:$/, ''))) {
+    throw new ConfigError(`${name} must be an absolute URL (${schemes.join(', ')})`);
+  }
+  return v;
+}
+
+function list(env: Env, name: string): string[] {
+  const v = raw(env, name);
+  return v === undefined ? [] : v.split(',').map((s) => s.trim()).filter((s) => s !== '');
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const v = raw(env, name);
+  if (v === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(v)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}`);
+  return v as T;
+}
+
+/** Parses the environment into a frozen Config, or throws a ConfigError naming the variable. */
+export function loadConfig(env: Env = process.env): Readonly<Config> {
+  const renderTimeoutMs = integer(env, 'TINTYPE_RENDER_TIMEOUT_MS', 30_000, 1_000, 600_000);
+  const config: Config = {
+    port: optionalPort(env, 'PORT'),
+    adminPort: optionalPort(env, 'TINTYPE_ADMIN_PORT'),
+    dataDir: path.resolve(raw(env, 'TINTYPE_DATA_DIR') ?? './data'),
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres', 'postgresql']),
+    redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
+    plansFile: raw(env, 'TINTYPE_PLANS'),
+    chromiumPath: raw(env, 'CHROMIUM_PATH'),
+    slots: integer(env, 'TINTYPE_SLOTS', 2, 1, 64),
+    renderTimeoutMs,
+    maxOutputBytes: integer(env, 'TINTYPE_MAX_OUTPUT_BYTES', 26_214_400, 1_024, 1_073_741_824),
+    recycleAfterRenders: integer(env, 'TINTYPE_RECYCLE_AFTER_RENDERS', 500, 1, 1_000_000),
+    browserMaxRssMb: integer(env, 'TINTYPE_BROWSER_MAX_RSS_MB', 1_024, 64, 65_536),
+    cacheMaxBytes: integer(env, 'TINTYPE_CACHE_MAX_BYTES', 1_073_741_824, 0, Number.MAX_SAFE_INTEGER),
+    isolation: oneOf(env, 'TINTYPE_ISOLATION', ['netns', 'pod'] as const, 'netns'),
+    guardUrl: url(env, 'GUARD_URL', ['http']),
+    guardSocket: raw(env, 'GUARD_SOCKET'),
+    guardDnsServers: list(env, 'GUARD_DNS_SERVERS'),
+    guardAllowCidrs: list(env, 'GUARD_ALLOW_CIDRS'),
+    guardSelfAddresses: list(env, 'GUARD_SELF_ADDRESSES'),
+    guardConnectTimeoutMs: integer(env, 'GUARD_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
+    guardIdleTimeoutMs: integer(env, 'GUARD_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    guardDnsTimeoutMs: integer(env, 'GUARD_DNS_TIMEOUT_MS', 5_000, 100, 60_000),
+    guardMaxTunnels: integer(env, 'GUARD_MAX_TUNNELS', 512, 1, 1_000_000),
+    policyUrl: url(env, 'TINTYPE_POLICY_URL', ['http', 'https']),
+    leaseGraceMs: integer(env, 'TINTYPE_LEASE_GRACE_MS', 15_000, 0, 600_000),
+    otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http', 'https']) ??
+      url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http', 'https']),
+    otelServiceName: raw(env, 'OTEL_SERVICE_NAME'),
+    logLevel: oneOf(env, 'TINTYPE_LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,48 @@
+/**
+ * Structured logging: one JSON object per line on stderr. Callers pass named fields, never a
+ * request's URL, HTML or API key (DESIGN.md §5); `redact` is the last line of defence for
+ * bearer secrets that might slip into a message.
+ */
+export type Level = 'debug' | 'info' | 'warn' | 'error';
+const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+export type Fields = Record<string, string | number | boolean | null | undefined>;
+
+/** A sink for log lines; tests pass one that collects lines. */
+export type LogSink = (line: string) => void;
+
+export interface Logger {
+  debug(event: string, fields?: Fields): void;
+  info(event: string, fields?: Fields): void;
+  warn(event: string, fields?: Fields): void;
+  error(event: string, fields?: Fields): void;
+  /** A logger that adds `fields` to every line. */
+  child(fields: Fields): Logger;
+}
+
+const SECRET = /sk_[A-Za-z0-9_-]{8,}/g;
+
+/** Masks anything shaped like an API key secret. */
+export function redact(text: string): string {
+  return text.replace(SECRET, 'sk_[redacted]');
+}
+
+export function createLogger(
+  role: string,
+  options: { level?: Level; sink?: LogSink; base?: Fields } = {},
+): Logger {
+  const min = ORDER[options.level ?? 'info'];
+  const sink = options.sink ?? ((line: string) => process.stderr.write(line + '\n'));
+  const base = { role, ...options.base };
+  const emit = (level: Level, event: string, fields?: Fields): void => {
+    if (ORDER[level] < min) return;
+    sink(redact(JSON.stringify({ time: new Date().toISOString(), level, event, ...base, ...fields })));
+  };
+  return {
+    debug: (e, f) => emit('debug', e, f),
+    info: (e, f) => emit('info', e, f),
+    warn: (e, f) => emit('warn', e, f),
+    error: (e, f) => emit('error', e, f),
+    child: (fields) => createLogger(role, { ...options, base: { ...options.base, ...fields } }),
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * What crosses between the edge (Envoy or the embedded edge), policy and the renderer
+ * (DESIGN.md §4, "ext_authz" and "settle").
+ *
+ * ext_authz: the edge sends the client's method, `EXT_AUTHZ_PREFIX + original path` and the
+ * headers `authorization` and `traceparent`, no body. Policy answers a denial with the exact
+ * client answer (always 4xx), or 200 with the upstream headers `x-tintype-lease`,
+ * `x-tintype-key` and the client headers `x-ratelimit-limit`, `x-ratelimit-remaining`.
+ *
+ * settle: the renderer, after answering, posts a SettleRequest as JSON to `SETTLE_PATH` on
+ * policy. Settle is idempotent; the answer is 204.
+ */
+import { isMetered } from './errors.ts';
+
+export const EXT_AUTHZ_PREFIX = '/authz';
+export const SETTLE_PATH = '/settle';
+export const LEASE_HEADER = 'x-tintype-lease';
+export const KEY_ID_HEADER = 'x-tintype-key';
+export const RATELIMIT_LIMIT_HEADER = 'x-ratelimit-limit';
+export const RATELIMIT_REMAINING_HEADER = 'x-ratelimit-remaining';
+
+/** The operations of spec Part 4, derived from the path. */
+export const OPERATIONS = {
+  ping: { method: 'GET', path: '/v1/ping', render: false },
+  screenshot: { method: 'POST', path: '/v1/screenshot', render: true },
+  'html-to-image': { method: 'POST', path: '/v1/html-to-image', render: true },
+  pdf: { method: 'POST', path: '/v1/pdf', render: true },
+  og: { method: 'GET', path: '/v1/og', render: true },
+} as const;
+export type Operation = keyof typeof OPERATIONS;
+
+/** The operation a request path (query ignored) names, or undefined for any other path. */
+export function operationFor(pathWithQuery: string): Operation | undefined {
+  const p = pathWithQuery.split('?', 1)[0];
+  for (const [op, d] of Object.entries(OPERATIONS)) if (d.path === p) return op as Operation;
+  return undefined;
+}
+
+export type CacheOutcome = 'hit' | 'miss';
+
+/** What the renderer reports when it has answered a leased request. */
+export interface SettleRequest {
+  lease: string;
+  /** The HTTP status the client got. */
+  status: number;
+  /** The `error` code of the answer, when it was an error with one. */
+  error?: string;
+  /** For 200 answers of render operations: whether anything was rendered. */
+  cache?: CacheOutcome;
+}
+
+/** Whether a settle with this outcome is metered (200, 502, 504). */
+export function settleIsMetered(outcome: Pick<SettleRequest, 'status'>): boolean {
+  return isMetered(outcome.status);
+}
+
+/** Settling as seen by the renderer: in-process in tests, HTTP to policy in deployments. */
+export interface Settler {
+  settle(outcome: SettleRequest): Promise<void>;
+}
+
+/** A Settler that posts to policy's settle endpoint. */
+export function httpSettler(policyUrl: string, fetchImpl: typeof fetch = fetch): Settler {
+  const target = new URL(SETTLE_PATH, policyUrl).toString();
+  return {
+    async settle(outcome) {
+      const res = await fetchImpl(target, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(outcome),
+      });
+      if (res.status !== 204 && res.status !== 200) throw new Error(`settle answered ${res.status}`);
+      await res.arrayBuffer();
+    },
+  };
+}
