@@ -46,6 +46,10 @@ export interface Config {
   policyUrl: string | undefined;
   /** Grace added to the render budget before an unsettled lease expires. */
   leaseGraceMs: number;
+  /** SQLite `synchronous` level for policy state: `normal` survives a killed process, `full` also power loss. */
+  sqliteSync: 'normal' | 'full';
+  /** PostgreSQL connections policy keeps open at most. */
+  pgPoolSize: number;
   otelEndpoint: string | undefined;
   otelServiceName: string | undefined;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
@@ -129,6 +133,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     guardMaxTunnels: integer(env, 'GUARD_MAX_TUNNELS', 512, 1, 1_000_000),
     policyUrl: url(env, 'TINTYPE_POLICY_URL', ['http', 'https']),
     leaseGraceMs: integer(env, 'TINTYPE_LEASE_GRACE_MS', 15_000, 0, 600_000),
+    sqliteSync: oneOf(env, 'TINTYPE_SQLITE_SYNC', ['normal', 'full'] as const, 'normal'),
+    pgPoolSize: integer(env, 'TINTYPE_PG_POOL', 10, 1, 200),
     otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http', 'https']) ??
       url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http', 'https']),
     otelServiceName: raw(env, 'OTEL_SERVICE_NAME'),
