@@ -1,0 +1,81 @@
+/**
+ * The ext_authz check, made exactly as Envoy's HTTP ext_authz filter makes it (DESIGN.md §4):
+ * the client's method, `EXT_AUTHZ_PREFIX` + the original path with its query, only the headers
+ * of AUTHZ_REQUEST_HEADERS, no body. 200 allows; any other answer is the client's answer.
+ */
+import http from 'node:http';
+import { EXT_AUTHZ_PREFIX } from '../../lib/policy-contract.ts';
+import { ALLOW_CLIENT_HEADERS, ALLOW_UPSTREAM_HEADERS, AUTHZ_REQUEST_HEADERS, DENY_CLIENT_HEADERS } from './contract.ts';
+
+export type Headers = Record<string, string>;
+
+export type AuthzDecision =
+  | { allowed: true; upstream: Headers; client: Headers }
+  | { allowed: false; status: number; client: Headers; body: Buffer };
+
+/** Raised when policy cannot be asked (refused, reset, timed out); Envoy's `status_on_error`. */
+export class AuthzUnavailable extends Error {
+  override name = 'AuthzUnavailable';
+}
+
+export interface AuthzClient {
+  check(method: string, pathWithQuery: string, clientHeaders: http.IncomingHttpHeaders, trace: Headers): Promise<AuthzDecision>;
+  close(): void;
+}
+
+function pick(from: http.IncomingHttpHeaders, names: readonly string[]): Headers {
+  const out: Headers = {};
+  for (const n of names) {
+    const v = from[n];
+    if (typeof v === 'string') out[n] = v;
+    else if (Array.isArray(v) && v.length > 0) out[n] = v.join(', ');
+  }
+  return out;
+}
+
+/** An ext_authz client for the policy server at `policyUrl` (http://host:port). */
+export function createAuthzClient(policyUrl: string, timeoutMs: number): AuthzClient {
+  const base = new URL(policyUrl);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  return {
+    check(method, pathWithQuery, clientHeaders, trace) {
+      const headers: Headers = { ...pick(clientHeaders, AUTHZ_REQUEST_HEADERS), ...trace, 'content-length': '0' };
+      return new Promise((resolve, reject) => {
+        const req = http.request(
+          {
+            host: base.hostname,
+            port: base.port,
+            method,
+            path: EXT_AUTHZ_PREFIX + pathWithQuery,
+            headers,
+            agent,
+            timeout: timeoutMs,
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.once('error', () => reject(new AuthzUnavailable('policy answer broke off')));
+            res.once('end', () => {
+              const status = res.statusCode ?? 502;
+              if (status === 200) {
+                resolve({
+                  allowed: true,
+                  upstream: pick(res.headers, ALLOW_UPSTREAM_HEADERS),
+                  client: pick(res.headers, ALLOW_CLIENT_HEADERS),
+                });
+              } else {
+                resolve({ allowed: false, status, client: pick(res.headers, DENY_CLIENT_HEADERS), body: Buffer.concat(chunks) });
+              }
+            });
+          },
+        );
+        req.once('timeout', () => req.destroy(new AuthzUnavailable('policy timed out')));
+        req.once('error', (err) => reject(err instanceof AuthzUnavailable ? err : new AuthzUnavailable('policy unreachable')));
+        req.end();
+      });
+    },
+    close() {
+      agent.destroy();
+    },
+  };
+}

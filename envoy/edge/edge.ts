@@ -1,0 +1,226 @@
+/**
+ * The embedded edge: the stand-in for envoy/envoy.yaml in `tintype start` (DESIGN.md §1).
+ * Per request, in Envoy's filter order: body limit (413 before any key lookup, spec Part 5
+ * rule 5) ▸ ext_authz to policy (deny: policy's answer as is) ▸ route to the renderer with the
+ * lease ▸ the rate-limit position on every answer that has one (spec 2.1). `/openapi.json` is
+ * public (spec Part 9). Metrics and probes live on the admin listener, never here.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context as otelContext, propagation, trace } from '@opentelemetry/api';
+import type { Context, Span } from '@opentelemetry/api';
+import { ServiceError } from '../../lib/errors.ts';
+import { createLogger, type Logger } from '../../lib/log.ts';
+import type { Lifecycle } from '../../lib/lifecycle.ts';
+import { Registry } from '../../lib/metrics.ts';
+import { operationFor } from '../../lib/policy-contract.ts';
+import { createAuthzClient, type AuthzDecision } from './authz.ts';
+import { writeError, writeJson, writeMethodNotAllowed, writeNotFound, type Headers } from './answers.ts';
+import { readBoundedBody, announcedTooLarge } from './body.ts';
+import { MAX_BODY_BYTES, OPENAPI_PATH, ROUTED_PREFIX, UPSTREAM_MARGIN_MS } from './contract.ts';
+import { createUpstream } from './upstream.ts';
+
+export interface EdgeOptions {
+  /** Policy's HTTP server, e.g. `http://127.0.0.1:8081`. */
+  policyUrl: string;
+  /** The renderer's HTTP server, e.g. `http://127.0.0.1:8082`. */
+  rendererUrl: string;
+  host?: string;
+  /** Public port; 0 picks a free one. */
+  port?: number;
+  /** The OpenAPI document as served at /openapi.json. */
+  openapi: Buffer;
+  maxBodyBytes?: number;
+  /** Envoy's ext_authz `timeout`. */
+  authzTimeoutMs?: number;
+  /** Render budget; the edge waits this plus a margin for the renderer's answer (Envoy's route timeout). */
+  renderTimeoutMs?: number;
+  logger?: Logger;
+  metrics?: Registry;
+}
+
+export interface Edge extends Lifecycle {
+  /** The public port, once started. */
+  port(): number;
+  /** Requests being answered right now. */
+  inFlight(): number;
+}
+
+const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
+
+/** Trace headers to send on: ours when tracing is on, else the client's passed through (as Envoy does). */
+function traceHeaders(ctx: Context, client: http.IncomingHttpHeaders): Headers {
+  const carrier: Headers = {};
+  propagation.inject(ctx, carrier);
+  if (carrier['traceparent'] === undefined && typeof client['traceparent'] === 'string') {
+    carrier['traceparent'] = client['traceparent'];
+    if (typeof client['tracestate'] === 'string') carrier['tracestate'] = client['tracestate'];
+  }
+  return carrier;
+}
+
+/** The `error` code of a JSON denial body, for span and log fields; never anything else of it. */
+function errorCode(body: Buffer): string | undefined {
+  try {
+    const parsed = JSON.parse(body.toString('utf8')) as { error?: unknown };
+    return typeof parsed.error === 'string' ? parsed.error : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function createEdge(options: EdgeOptions): Edge {
+  const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
+  const log = options.logger ?? createLogger('edge');
+  const registry = options.metrics ?? new Registry();
+  const requests = registry.counter('tintype_edge_requests_total', 'Answers given by the edge, by operation and status.');
+  const latency = registry.histogram('tintype_edge_request_duration_seconds', 'Time from request to complete answer at the edge.');
+  const aborts = registry.counter('tintype_edge_client_aborts_total', 'Requests whose client went away before the answer was complete.');
+  const authz = createAuthzClient(options.policyUrl, options.authzTimeoutMs ?? 2_000);
+  const upstream = createUpstream(options.rendererUrl, (options.renderTimeoutMs ?? 30_000) + UPSTREAM_MARGIN_MS);
+  const tracer = trace.getTracer('tintype');
+  let inFlight = 0;
+  let accepting = false;
+
+  /** After a 413 the rest of the body is dropped as it arrives, for a bounded time, then the socket goes. */
+  function refuseTooLarge(req: IncomingMessage, res: ServerResponse): void {
+    writeError(res, new ServiceError('payload_too_large'), { connection: 'close' });
+    if (!req.complete) {
+      req.resume();
+      const timer = setTimeout(() => req.socket.destroy(), 5_000).unref();
+      req.once('end', () => clearTimeout(timer));
+      req.once('close', () => clearTimeout(timer));
+    }
+  }
+
+  async function routed(req: IncomingMessage, res: ServerResponse, ctx: Context, span: Span): Promise<{ status: number; error?: string }> {
+    const read = await readBoundedBody(req, limit);
+    if (read.kind === 'too_large') {
+      refuseTooLarge(req, res);
+      return { status: 413, error: 'payload_too_large' };
+    }
+    if (read.kind === 'aborted') return { status: 499 };
+
+    const authzSpan = tracer.startSpan('authz', { kind: SpanKind.CLIENT }, ctx);
+    let decision: AuthzDecision;
+    try {
+      decision = await authz.check(req.method ?? 'GET', req.url ?? '/', req.headers, traceHeaders(trace.setSpan(ctx, authzSpan), req.headers));
+      authzSpan.setAttribute('tintype.authz.allowed', decision.allowed);
+      if (!decision.allowed) authzSpan.setAttribute('http.response.status_code', decision.status);
+    } catch {
+      // Policy cannot be asked: nobody is refused for it and nothing is leased (Envoy status_on_error).
+      authzSpan.setStatus({ code: SpanStatusCode.ERROR });
+      authzSpan.end();
+      writeError(res, new ServiceError('busy'));
+      return { status: 503, error: 'busy' };
+    }
+    authzSpan.end();
+
+    if (!decision.allowed) {
+      res.writeHead(decision.status, { ...decision.client, 'content-length': String(decision.body.length) });
+      res.end(decision.body);
+      const error = errorCode(decision.body);
+      return error === undefined ? { status: decision.status } : { status: decision.status, error };
+    }
+
+    const outcome = await upstream.forward(req, res, read.body, decision.upstream, decision.client, traceHeaders(ctx, req.headers));
+    switch (outcome.kind) {
+      case 'answered':
+        if (!outcome.complete) span.setAttribute('tintype.edge.incomplete', true);
+        return { status: outcome.status };
+      case 'client_gone':
+        aborts.inc({ operation: operationFor(req.url ?? '/') ?? 'other' });
+        return { status: 499 };
+      case 'timeout':
+        writeError(res, new ServiceError('render_timeout'), decision.client);
+        return { status: 504, error: 'render_timeout' };
+      case 'unavailable':
+        writeError(res, new ServiceError('busy'), decision.client);
+        return { status: 503, error: 'busy' };
+    }
+  }
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? '/';
+    const path = url.split('?', 1)[0]!;
+    if (path === OPENAPI_PATH) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return writeMethodNotAllowed(res, 'GET, HEAD');
+      res.writeHead(200, { ...JSON_TYPE, 'content-length': String(options.openapi.length), 'cache-control': 'public, max-age=300' });
+      res.end(req.method === 'HEAD' ? undefined : options.openapi);
+      return;
+    }
+    if (!path.startsWith(ROUTED_PREFIX)) return writeNotFound(res);
+
+    const started = performance.now();
+    const operation = operationFor(url) ?? 'other';
+    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    const span = tracer.startSpan('edge', {
+      kind: SpanKind.SERVER,
+      attributes: { 'tintype.operation': operation, 'http.request.method': req.method ?? 'GET' },
+    }, parent);
+    const ctx = trace.setSpan(parent, span);
+    inFlight += 1;
+    otelContext.with(ctx, () => routed(req, res, ctx, span))
+      .catch(() => {
+        if (!res.headersSent) writeError(res, new ServiceError('busy'));
+        else res.destroy();
+        return { status: 503, error: 'busy' } as { status: number; error?: string };
+      })
+      .then((r) => {
+        inFlight -= 1;
+        const seconds = (performance.now() - started) / 1000;
+        requests.inc({ operation, status: String(r.status) });
+        latency.observe(seconds, { operation });
+        span.setAttribute('http.response.status_code', r.status);
+        if (r.error !== undefined) span.setAttribute('tintype.error', r.error);
+        if (r.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        span.end();
+        // The og query string is written to the access log (spec 4.5 rule 7); no other query is.
+        const query = operation === 'og' && url.includes('?') ? url.slice(url.indexOf('?') + 1) : undefined;
+        log.info('request', { operation, status: r.status, error: r.error, ms: Math.round(seconds * 10_000) / 10, query });
+      });
+  }
+
+  const server = http.createServer(handle);
+  // curl and others ask before sending a large body: a body announced too large is refused unsent.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (announcedTooLarge(req, limit) && (req.url ?? '').startsWith(ROUTED_PREFIX)) {
+      refuseTooLarge(req, res);
+      requests.inc({ operation: operationFor(req.url ?? '/') ?? 'other', status: '413' });
+      return;
+    }
+    res.writeContinue();
+    handle(req, res);
+  });
+
+  return {
+    async start() {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(options.port ?? 8080, options.host ?? '0.0.0.0', () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      accepting = true;
+      log.info('listening', { port: (server.address() as AddressInfo).port });
+    },
+    /** Stops accepting, lets answers in flight finish (their renders settle), then closes. */
+    async stop() {
+      if (!accepting) return;
+      accepting = false;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = Date.now() + (options.renderTimeoutMs ?? 30_000) + UPSTREAM_MARGIN_MS;
+      while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      server.closeAllConnections();
+      await closed;
+      authz.close();
+      upstream.close();
+    },
+    healthy: () => accepting,
+    port: () => (server.address() as AddressInfo).port,
+    inFlight: () => inFlight,
+  };
+}

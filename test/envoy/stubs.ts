@@ -1,0 +1,97 @@
+/**
+ * Small stand-ins for policy and the renderer that follow the HTTP contract of
+ * lib/policy-contract.ts on real sockets, so the edge is tested alone.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  bodyLength: number;
+}
+
+export interface Stub {
+  url: string;
+  seen: Seen[];
+  close(): Promise<void>;
+}
+
+async function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
+  const server = http.createServer(handler);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+function closer(server: http.Server): () => Promise<void> {
+  return () => {
+    server.closeAllConnections();
+    return new Promise((r) => server.close(() => r()));
+  };
+}
+
+/** Policy: `Bearer sk_good…` is allowed, `Bearer sk_busy…` is rate limited, anything else is 401. */
+export async function policyStub(): Promise<Stub> {
+  const seen: Seen[] = [];
+  const { server, url } = await listen((req, res) => {
+    let n = 0;
+    req.on('data', (c: Buffer) => (n += c.length));
+    req.on('end', () => {
+      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, bodyLength: n });
+      const auth = req.headers['authorization'] ?? '';
+      const position = { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '41' };
+      if (auth.startsWith('Bearer sk_good')) {
+        res.writeHead(200, { ...position, 'x-tintype-lease': 'lease-1', 'x-tintype-key': 'key-1', 'x-policy-internal': 'no' });
+        res.end();
+      } else if (auth.startsWith('Bearer sk_busy')) {
+        const body = JSON.stringify({ error: 'rate_limited', limit: 60, windowSec: 60, retryAfterSec: 17 });
+        res.writeHead(429, { ...position, 'x-ratelimit-remaining': '0', 'retry-after': '17', 'content-type': 'application/json; charset=utf-8', 'x-policy-internal': 'no' });
+        res.end(body);
+      } else {
+        res.writeHead(401, { 'content-type': 'application/json; charset=utf-8', 'www-authenticate': 'Bearer', 'x-policy-internal': 'no' });
+        res.end(JSON.stringify({ error: 'unauthorized' }));
+      }
+    });
+  });
+  return { url, seen, close: closer(server) };
+}
+
+export interface RendererStub extends Stub {
+  /** Requests whose client went away before the stub answered. */
+  aborted: string[];
+}
+
+/**
+ * Renderer: `/v1/echo` answers the body back as a PNG-typed stream in pieces; `/v1/slow` never
+ * answers until its request is aborted; anything else answers a small JSON body.
+ */
+export async function rendererStub(): Promise<RendererStub> {
+  const seen: Seen[] = [];
+  const aborted: string[] = [];
+  const { server, url } = await listen((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, bodyLength: body.length });
+      const path = (req.url ?? '').split('?', 1)[0];
+      if (path === '/v1/slow') {
+        res.once('close', () => {
+          if (!res.writableFinished) aborted.push(req.url ?? '');
+        });
+        return;
+      }
+      if (path === '/v1/echo') {
+        res.writeHead(200, { 'content-type': 'image/png', 'x-cache': 'miss', 'cache-control': 'no-store', 'x-ratelimit-limit': 'forged' });
+        const half = Math.floor(body.length / 2);
+        res.write(body.subarray(0, half));
+        setTimeout(() => res.end(body.subarray(half)), 10);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+      res.end(JSON.stringify({ pong: true, app: 'tintype', version: '0.0.0' }));
+    });
+  });
+  return { url, seen, aborted, close: closer(server) };
+}
