@@ -1,0 +1,197 @@
+/**
+ * The file render cache under TINTYPE_DATA_DIR (spec Part 8: 24-hour lifetime; DESIGN.md §3).
+ * Each entry is one file named by a hash of its key, written to a temporary name and renamed,
+ * so a reader never sees half an entry. The total size is bounded (TINTYPE_CACHE_MAX_BYTES):
+ * past it, the oldest entries go first. Expiry is read against an injected clock.
+ */
+import { randomBytes, createHash } from 'node:crypto';
+import { mkdir, open, readFile, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../../lib/log.ts';
+import { CACHE_TTL_MS, type CachedFile, type RenderCache } from './cache.ts';
+
+export interface FileCacheOptions {
+  dir: string;
+  maxBytes: number;
+  logger: Logger;
+  now?: () => number;
+  ttlMs?: number;
+}
+
+interface Header {
+  key: string;
+  contentType: string;
+  expiresAt: number;
+}
+
+interface Entry {
+  size: number;
+  expiresAt: number;
+}
+
+const TEMP_PREFIX = '.tmp-';
+
+function fileName(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+/** Entry layout: 4-byte big-endian header length, the header as JSON, then the body. */
+function encode(header: Header, body: Buffer): Buffer {
+  const head = Buffer.from(JSON.stringify(header), 'utf8');
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(head.length, 0);
+  return Buffer.concat([len, head, body]);
+}
+
+function decodeHeader(buf: Buffer): { header: Header; bodyStart: number } | undefined {
+  if (buf.length < 4) return undefined;
+  const len = buf.readUInt32BE(0);
+  if (buf.length < 4 + len) return undefined;
+  try {
+    const header = JSON.parse(buf.subarray(4, 4 + len).toString('utf8')) as Header;
+    if (typeof header.key !== 'string' || typeof header.contentType !== 'string' || typeof header.expiresAt !== 'number') {
+      return undefined;
+    }
+    return { header, bodyStart: 4 + len };
+  } catch {
+    return undefined;
+  }
+}
+
+async function readHead(file: string): Promise<Header | undefined> {
+  const fh = await open(file, 'r');
+  try {
+    const first = Buffer.alloc(4);
+    await fh.read(first, 0, 4, 0);
+    const len = first.readUInt32BE(0);
+    if (len > 64 * 1024) return undefined;
+    const rest = Buffer.alloc(len);
+    await fh.read(rest, 0, len, 4);
+    return decodeHeader(Buffer.concat([first, rest]))?.header;
+  } finally {
+    await fh.close();
+  }
+}
+
+export class FileCache implements RenderCache {
+  private readonly dir: string;
+  private readonly maxBytes: number;
+  private readonly logger: Logger;
+  private readonly now: () => number;
+  private readonly ttlMs: number;
+  /** Entries by file name, oldest first (Map keeps insertion order; a re-store moves to the end). */
+  private readonly entries = new Map<string, Entry>();
+  private total = 0;
+  private started = false;
+
+  constructor(options: FileCacheOptions) {
+    this.dir = options.dir;
+    this.maxBytes = options.maxBytes;
+    this.logger = options.logger;
+    this.now = options.now ?? Date.now;
+    this.ttlMs = options.ttlMs ?? CACHE_TTL_MS;
+  }
+
+  /** Bytes currently held, headers included. */
+  size(): number {
+    return this.total;
+  }
+
+  async start(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    const found: Array<{ name: string; mtime: number; size: number; expiresAt: number }> = [];
+    for (const name of await readdir(this.dir)) {
+      const file = path.join(this.dir, name);
+      try {
+        if (name.startsWith(TEMP_PREFIX)) {
+          await unlink(file); // left by a write that never finished
+          continue;
+        }
+        const head = await readHead(file);
+        const st = await stat(file);
+        if (head === undefined || head.expiresAt <= this.now() || fileName(head.key) !== name) {
+          await unlink(file);
+          continue;
+        }
+        found.push({ name, mtime: st.mtimeMs, size: st.size, expiresAt: head.expiresAt });
+      } catch {
+        // A file that vanished or cannot be read is simply not part of the cache.
+      }
+    }
+    found.sort((a, b) => a.mtime - b.mtime);
+    for (const f of found) this.track(f.name, { size: f.size, expiresAt: f.expiresAt });
+    await this.evict();
+    this.started = true;
+  }
+
+  async stop(): Promise<void> {
+    this.started = false;
+  }
+
+  healthy(): boolean {
+    return this.started;
+  }
+
+  async get(key: string): Promise<CachedFile | undefined> {
+    const name = fileName(key);
+    let buf: Buffer;
+    try {
+      buf = await readFile(path.join(this.dir, name));
+    } catch {
+      return undefined;
+    }
+    const decoded = decodeHeader(buf);
+    if (decoded === undefined || decoded.header.key !== key) return undefined;
+    if (decoded.header.expiresAt <= this.now()) {
+      await this.remove(name);
+      return undefined;
+    }
+    return { body: buf.subarray(decoded.bodyStart), contentType: decoded.header.contentType };
+  }
+
+  async set(key: string, file: CachedFile): Promise<void> {
+    const name = fileName(key);
+    const data = encode({ key, contentType: file.contentType, expiresAt: this.now() + this.ttlMs }, file.body);
+    if (data.length > this.maxBytes) return; // would evict everything and still not fit
+    const temp = path.join(this.dir, `${TEMP_PREFIX}${name}-${randomBytes(6).toString('hex')}`);
+    try {
+      await writeFile(temp, data);
+      await rename(temp, path.join(this.dir, name));
+    } catch (err) {
+      this.logger.warn('cache.store_failed', { backend: 'file', error: err instanceof Error ? err.message : 'unknown' });
+      await unlink(temp).catch(() => undefined);
+      return;
+    }
+    this.track(name, { size: data.length, expiresAt: this.now() + this.ttlMs });
+    await this.evict();
+  }
+
+  private track(name: string, entry: Entry): void {
+    const old = this.entries.get(name);
+    if (old !== undefined) {
+      this.total -= old.size;
+      this.entries.delete(name);
+    }
+    this.entries.set(name, entry);
+    this.total += entry.size;
+  }
+
+  private async remove(name: string): Promise<void> {
+    const old = this.entries.get(name);
+    if (old !== undefined) {
+      this.total -= old.size;
+      this.entries.delete(name);
+    }
+    await unlink(path.join(this.dir, name)).catch(() => undefined);
+  }
+
+  /** Drops expired entries, then the oldest, until the total is within the bound. */
+  private async evict(): Promise<void> {
+    const now = this.now();
+    for (const [name, e] of [...this.entries]) if (e.expiresAt <= now) await this.remove(name);
+    for (const name of this.entries.keys()) {
+      if (this.total <= this.maxBytes) break;
+      await this.remove(name);
+    }
+  }
+}
