@@ -1,0 +1,43 @@
+/**
+ * Key administration behind `tintype keys` (spec Part 5 rules 1, 2; DESIGN.md §1): a secret is
+ * created, shown once and never stored; list shows everything but the secret; revoke takes
+ * effect from the next request, because every check looks the key up in the store.
+ */
+import { ConfigError } from '../lib/config.ts';
+import type { Plans } from './plans.ts';
+import { hashSecret, newKeyId, newSecret } from './secrets.ts';
+import type { KeyRecord, PolicyStore } from './store/store.ts';
+
+export interface CreatedKey extends KeyRecord {
+  /** The only time the secret exists outside the caller's hands. */
+  secret: string;
+}
+
+const NAME = /^[\x20-\x7e]{0,100}$/;
+
+/** Creates a key on `plan`; the answer carries the secret, the store only its hash. */
+export async function createKey(
+  store: PolicyStore,
+  plans: Plans,
+  options: { plan: string; name?: string; now?: number },
+): Promise<CreatedKey> {
+  if (!Object.hasOwn(plans, options.plan)) {
+    throw new ConfigError(`unknown plan "${options.plan}" (plans: ${Object.keys(plans).join(', ')})`);
+  }
+  const name = options.name ?? '';
+  if (!NAME.test(name)) throw new ConfigError('--name must be at most 100 printable ASCII characters');
+  const secret = newSecret();
+  const key: KeyRecord = { id: newKeyId(), name, plan: options.plan, createdAt: options.now ?? Date.now(), revokedAt: null };
+  await store.createKey({ ...key, hash: hashSecret(secret) });
+  return { ...key, secret };
+}
+
+/** Every key, secrets never included (there is nothing to include: only hashes are stored). */
+export async function listKeys(store: PolicyStore): Promise<KeyRecord[]> {
+  return store.listKeys();
+}
+
+/** Revokes a key; false when there is no such active key. */
+export async function revokeKey(store: PolicyStore, id: string, now = Date.now()): Promise<boolean> {
+  return store.revokeKey(id, now);
+}

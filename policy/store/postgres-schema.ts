@@ -1,0 +1,139 @@
+/**
+ * PostgreSQL schema of policy state, as versioned migrations. The check, the settle and the
+ * expiry are plpgsql functions so each is one round trip and one transaction. Exactness under
+ * parallel checks from any number of replicas comes from row locks taken in one order
+ * everywhere: lease ▸ key_state ▸ usage_months (a reservation takes key_state ▸ usage_months
+ * and only inserts a new lease), so no two transactions can wait on each other in a cycle.
+ */
+export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE IF NOT EXISTS api_keys (
+        id TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        plan TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        revoked_at BIGINT
+      );
+      CREATE TABLE IF NOT EXISTS key_state (
+        key_id TEXT PRIMARY KEY REFERENCES api_keys(id),
+        window_start BIGINT NOT NULL,
+        window_count INTEGER NOT NULL,
+        in_flight INTEGER NOT NULL
+      );
+      CREATE TABLE IF NOT EXISTS usage_months (
+        key_id TEXT NOT NULL REFERENCES api_keys(id),
+        month TEXT NOT NULL,
+        used INTEGER NOT NULL,
+        PRIMARY KEY (key_id, month)
+      );
+      CREATE TABLE IF NOT EXISTS leases (
+        id TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL REFERENCES api_keys(id),
+        operation TEXT NOT NULL,
+        render BOOLEAN NOT NULL,
+        month TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS leases_expiry ON leases (expires_at);
+      CREATE TABLE IF NOT EXISTS usage (
+        seq BIGSERIAL PRIMARY KEY,
+        lease_id TEXT NOT NULL UNIQUE,
+        key_id TEXT NOT NULL REFERENCES api_keys(id),
+        operation TEXT NOT NULL,
+        month TEXT NOT NULL,
+        status INTEGER,
+        error TEXT,
+        cache TEXT,
+        metered BOOLEAN NOT NULL,
+        outcome TEXT NOT NULL,
+        checked_at BIGINT NOT NULL,
+        recorded_at BIGINT NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS usage_key_month ON usage (key_id, month);
+
+      CREATE OR REPLACE FUNCTION tintype_reserve(
+        p_key TEXT, p_lease TEXT, p_op TEXT, p_render BOOLEAN, p_now BIGINT, p_window BIGINT,
+        p_month TEXT, p_expires BIGINT, p_per_minute INTEGER, p_quota INTEGER, p_concurrent INTEGER,
+        OUT o_outcome TEXT, OUT o_count INTEGER)
+      LANGUAGE plpgsql AS $fn$
+      DECLARE
+        s_window BIGINT;
+        s_count INTEGER;
+        s_in_flight INTEGER;
+        m_used INTEGER;
+      BEGIN
+        INSERT INTO key_state (key_id, window_start, window_count, in_flight)
+          VALUES (p_key, p_window, 0, 0) ON CONFLICT (key_id) DO NOTHING;
+        SELECT window_start, window_count, in_flight INTO s_window, s_count, s_in_flight
+          FROM key_state WHERE key_id = p_key FOR UPDATE;
+        IF s_window <> p_window THEN s_count := 0; END IF;
+        o_count := s_count;
+        -- A full window refuses without writing: the refusal would change nothing a client sees.
+        IF s_count >= p_per_minute THEN o_outcome := 'rate_limited'; RETURN; END IF;
+        s_count := s_count + 1;
+        o_count := s_count;
+        UPDATE key_state SET window_start = p_window, window_count = s_count WHERE key_id = p_key;
+        SELECT used INTO m_used FROM usage_months WHERE key_id = p_key AND month = p_month FOR UPDATE;
+        IF COALESCE(m_used, 0) >= p_quota THEN o_outcome := 'quota_exceeded'; RETURN; END IF;
+        IF p_render AND s_in_flight >= p_concurrent THEN o_outcome := 'concurrent_limit'; RETURN; END IF;
+        INSERT INTO usage_months (key_id, month, used) VALUES (p_key, p_month, 1)
+          ON CONFLICT (key_id, month) DO UPDATE SET used = usage_months.used + 1;
+        IF p_render THEN UPDATE key_state SET in_flight = in_flight + 1 WHERE key_id = p_key; END IF;
+        INSERT INTO leases (id, key_id, operation, render, month, created_at, expires_at)
+          VALUES (p_lease, p_key, p_op, p_render, p_month, p_now, p_expires);
+        o_outcome := 'granted';
+      END
+      $fn$;
+
+      CREATE OR REPLACE FUNCTION tintype_close(
+        l leases, p_status INTEGER, p_error TEXT, p_cache TEXT, p_metered BOOLEAN, p_outcome TEXT, p_now BIGINT)
+      RETURNS void LANGUAGE plpgsql AS $fn$
+      BEGIN
+        -- key_state first, always, to keep the lock order of the reservation.
+        UPDATE key_state SET in_flight = in_flight - (CASE WHEN l.render THEN 1 ELSE 0 END) WHERE key_id = l.key_id;
+        IF NOT p_metered THEN
+          UPDATE usage_months SET used = used - 1 WHERE key_id = l.key_id AND month = l.month;
+        END IF;
+        INSERT INTO usage (lease_id, key_id, operation, month, status, error, cache, metered, outcome, checked_at, recorded_at)
+          VALUES (l.id, l.key_id, l.operation, l.month, p_status, p_error, p_cache, p_metered, p_outcome, l.created_at, p_now);
+      END
+      $fn$;
+
+      CREATE OR REPLACE FUNCTION tintype_settle(
+        p_lease TEXT, p_status INTEGER, p_error TEXT, p_cache TEXT, p_metered BOOLEAN, p_now BIGINT)
+      RETURNS TEXT LANGUAGE plpgsql AS $fn$
+      DECLARE
+        l leases%ROWTYPE;
+      BEGIN
+        DELETE FROM leases WHERE id = p_lease RETURNING * INTO l;
+        IF NOT FOUND THEN
+          -- A parallel settle of the same lease waited on the row lock and finds it gone.
+          IF EXISTS (SELECT 1 FROM usage WHERE lease_id = p_lease) THEN RETURN 'already'; END IF;
+          RETURN 'unknown';
+        END IF;
+        PERFORM tintype_close(l, p_status, p_error, p_cache, p_metered, 'settled', p_now);
+        RETURN 'settled';
+      END
+      $fn$;
+
+      CREATE OR REPLACE FUNCTION tintype_expire(p_now BIGINT) RETURNS INTEGER LANGUAGE plpgsql AS $fn$
+      DECLARE
+        l leases%ROWTYPE;
+        n INTEGER := 0;
+      BEGIN
+        -- SKIP LOCKED: a lease being settled right now is the settle's, and replicas sweep apart.
+        FOR l IN SELECT * FROM leases WHERE expires_at <= p_now ORDER BY expires_at LIMIT 1000 FOR UPDATE SKIP LOCKED LOOP
+          DELETE FROM leases WHERE id = l.id;
+          PERFORM tintype_close(l, NULL, NULL, NULL, FALSE, 'unsettled', p_now);
+          n := n + 1;
+        END LOOP;
+        RETURN n;
+      END
+      $fn$;
+    `,
+  },
+];

@@ -1,0 +1,149 @@
+/**
+ * The PostgreSQL backend (pg), selected by DATABASE_URL: shared by every policy replica.
+ * Each check, settle and sweep is one call of a plpgsql function (postgres-schema.ts), so one
+ * round trip and one transaction; row locks inside make parallel checks exact.
+ */
+import pg from 'pg';
+import { PG_MIGRATIONS } from './postgres-schema.ts';
+import type { KeyRecord, PolicyStore, SettleResult, UsageRecord } from './store.ts';
+
+export interface PostgresStoreOptions {
+  url: string;
+  poolSize: number;
+  /** A statement that takes longer fails, and the check fails closed. */
+  statementTimeoutMs?: number;
+}
+
+/** Any number wide enough for an epoch-ms BIGINT (pg answers int8 as a string). */
+const num = (v: unknown): number => Number(v);
+const MIGRATION_LOCK = 0x7469_6e74; // "tint": one migrator at a time across processes
+
+export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
+  const pool = new pg.Pool({
+    connectionString: o.url,
+    max: o.poolSize,
+    connectionTimeoutMillis: 2_000,
+    statement_timeout: o.statementTimeoutMs ?? 5_000,
+    query_timeout: (o.statementTimeoutMs ?? 5_000) + 1_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client that loses its server must not crash the process; the next query fails closed.
+  pool.on('error', () => {});
+  let ended = false;
+
+  const one = async <R>(name: string, text: string, values: unknown[]): Promise<R | undefined> =>
+    (await pool.query({ name, text, values })).rows[0] as R | undefined;
+
+  return {
+    kind: 'postgres',
+    async migrate() {
+      const c = await pool.connect();
+      try {
+        await c.query('BEGIN');
+        await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+        await c.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)');
+        const done = new Set((await c.query('SELECT version FROM schema_migrations')).rows.map((r) => Number(r.version)));
+        for (const m of PG_MIGRATIONS) {
+          if (done.has(m.version)) continue;
+          await c.query(m.sql);
+          await c.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [m.version, Date.now()]);
+        }
+        await c.query('COMMIT');
+      } catch (err) {
+        await c.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        c.release();
+      }
+    },
+    async findKey(hash) {
+      const r = await one<KeyRow>('find_key', 'SELECT id, name, plan, created_at, revoked_at FROM api_keys WHERE hash = $1', [hash]);
+      return r === undefined ? undefined : keyFromRow(r);
+    },
+    async createKey(k) {
+      await pool.query('INSERT INTO api_keys (id, hash, name, plan, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6)',
+        [k.id, k.hash, k.name, k.plan, k.createdAt, k.revokedAt]);
+    },
+    async listKeys() {
+      const r = await pool.query('SELECT id, name, plan, created_at, revoked_at FROM api_keys ORDER BY created_at, id');
+      return (r.rows as KeyRow[]).map(keyFromRow);
+    },
+    async revokeKey(id, now) {
+      const r = await pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now, id]);
+      return r.rowCount === 1;
+    },
+    async reserve(r) {
+      const row = await one<{ o_outcome: string; o_count: number }>(
+        'reserve',
+        'SELECT o_outcome, o_count FROM tintype_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
+        [r.keyId, r.leaseId, r.operation, r.render, r.now, r.windowStart, r.month, r.expiresAt,
+          r.limits.perMinute, r.limits.monthlyQuota, r.limits.concurrentRenders],
+      );
+      if (row === undefined) throw new Error('tintype_reserve answered nothing');
+      return { outcome: row.o_outcome as 'granted', windowCount: num(row.o_count) };
+    },
+    async settle(s) {
+      const row = await one<{ r: string }>('settle', 'SELECT tintype_settle($1, $2, $3, $4, $5, $6) AS r',
+        [s.leaseId, s.status, s.error, s.cache, s.metered, s.now]);
+      return row?.r as SettleResult;
+    },
+    async expire(now) {
+      const row = await one<{ n: number }>('expire', 'SELECT tintype_expire($1) AS n', [now]);
+      return num(row?.n ?? 0);
+    },
+    async monthUsed(keyId, month) {
+      const r = await one<{ used: number }>('month_used', 'SELECT used FROM usage_months WHERE key_id = $1 AND month = $2', [keyId, month]);
+      return num(r?.used ?? 0);
+    },
+    async inFlight(keyId) {
+      const r = await one<{ in_flight: number }>('in_flight', 'SELECT in_flight FROM key_state WHERE key_id = $1', [keyId]);
+      return num(r?.in_flight ?? 0);
+    },
+    async usage(keyId) {
+      const r = await pool.query('SELECT * FROM usage WHERE key_id = $1 ORDER BY seq', [keyId]);
+      return (r.rows as UsageRow[]).map(usageFromRow);
+    },
+    async ping() {
+      await pool.query('SELECT 1');
+    },
+    async close() {
+      if (ended) return;
+      ended = true;
+      await pool.end();
+    },
+  };
+}
+
+interface KeyRow {
+  id: string;
+  name: string;
+  plan: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+function keyFromRow(r: KeyRow): KeyRecord {
+  return { id: r.id, name: r.name, plan: r.plan, createdAt: num(r.created_at), revokedAt: r.revoked_at === null ? null : num(r.revoked_at) };
+}
+
+interface UsageRow {
+  lease_id: string;
+  key_id: string;
+  operation: string;
+  month: string;
+  status: number | null;
+  error: string | null;
+  cache: string | null;
+  metered: boolean;
+  outcome: 'settled' | 'unsettled';
+  checked_at: string;
+  recorded_at: string;
+}
+
+function usageFromRow(r: UsageRow): UsageRecord {
+  return {
+    leaseId: r.lease_id, keyId: r.key_id, operation: r.operation, month: r.month, status: r.status,
+    error: r.error, cache: r.cache, metered: r.metered, outcome: r.outcome,
+    checkedAt: num(r.checked_at), recordedAt: num(r.recorded_at),
+  };
+}

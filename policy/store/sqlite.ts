@@ -1,0 +1,266 @@
+/**
+ * The SQLite backend (better-sqlite3) for `tintype start` and single-process `tintype policy`.
+ * better-sqlite3 is synchronous, so each reservation and settle is one transaction that no other
+ * request can interleave with: exact under any number of parallel checks in this process.
+ *
+ * Durability: WAL mode. A settle is answered only after its transaction committed, i.e. after
+ * its WAL frames were handed to the kernel with write(); a killed process (kill -9) loses
+ * nothing the kernel holds. `synchronous=normal` (default) fsyncs at checkpoints only, so an
+ * OS crash or power loss can roll back the last commits; `full` fsyncs every commit.
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type {
+  KeyRecord,
+  PolicyStore,
+  ReserveRequest,
+  ReserveResult,
+  SettleOutcome,
+  SettleResult,
+  UsageRecord,
+} from './store.ts';
+
+/** Versioned schema; a version is applied once, in one transaction, and recorded. */
+const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
+  {
+    version: 1,
+    sql: `
+      CREATE TABLE IF NOT EXISTS api_keys (
+        id TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        plan TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+      );
+      CREATE TABLE IF NOT EXISTS key_state (
+        key_id TEXT PRIMARY KEY REFERENCES api_keys(id),
+        window_start INTEGER NOT NULL,
+        window_count INTEGER NOT NULL,
+        in_flight INTEGER NOT NULL
+      );
+      CREATE TABLE IF NOT EXISTS usage_months (
+        key_id TEXT NOT NULL REFERENCES api_keys(id),
+        month TEXT NOT NULL,
+        used INTEGER NOT NULL,
+        PRIMARY KEY (key_id, month)
+      );
+      CREATE TABLE IF NOT EXISTS leases (
+        id TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL REFERENCES api_keys(id),
+        operation TEXT NOT NULL,
+        render INTEGER NOT NULL,
+        month TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS leases_expiry ON leases (expires_at);
+      CREATE TABLE IF NOT EXISTS usage (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        lease_id TEXT NOT NULL UNIQUE,
+        key_id TEXT NOT NULL REFERENCES api_keys(id),
+        operation TEXT NOT NULL,
+        month TEXT NOT NULL,
+        status INTEGER,
+        error TEXT,
+        cache TEXT,
+        metered INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        checked_at INTEGER NOT NULL,
+        recorded_at INTEGER NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS usage_key_month ON usage (key_id, month);
+    `,
+  },
+];
+
+export interface SqliteStoreOptions {
+  /** Directory of the database file (TINTYPE_DATA_DIR), or `:memory:`. */
+  dataDir: string;
+  synchronous?: 'normal' | 'full';
+}
+
+interface LeaseRow {
+  id: string;
+  key_id: string;
+  operation: string;
+  render: number;
+  month: string;
+  created_at: number;
+}
+
+/** Opens (creating if needed) `policy.sqlite` in the data directory. */
+export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
+  let file = ':memory:';
+  if (options.dataDir !== ':memory:') {
+    mkdirSync(options.dataDir, { recursive: true });
+    file = path.join(options.dataDir, 'policy.sqlite');
+  }
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
+
+  // Statements are prepared lazily: the tables exist only after migrate().
+  let s: ReturnType<typeof prepare> | undefined;
+  const st = (): ReturnType<typeof prepare> => (s ??= prepare(db));
+
+  const reserveTx = db.transaction((r: ReserveRequest): ReserveResult => {
+    const q = st();
+    q.ensureState.run(r.keyId, r.windowStart);
+    const state = q.getState.get(r.keyId) as { window_start: number; window_count: number; in_flight: number };
+    let count = state.window_start === r.windowStart ? state.window_count : 0;
+    // A full window refuses without writing: counting the refusal would change nothing a client sees.
+    if (count >= r.limits.perMinute) return { outcome: 'rate_limited', windowCount: count };
+    count += 1;
+    q.setWindow.run(r.windowStart, count, r.keyId);
+    const used = (q.getMonth.get(r.keyId, r.month) as { used: number } | undefined)?.used ?? 0;
+    if (used >= r.limits.monthlyQuota) return { outcome: 'quota_exceeded', windowCount: count };
+    if (r.render && state.in_flight >= r.limits.concurrentRenders) return { outcome: 'concurrent_limit', windowCount: count };
+    q.bumpMonth.run(r.keyId, r.month);
+    if (r.render) q.addInFlight.run(1, r.keyId);
+    q.insertLease.run(r.leaseId, r.keyId, r.operation, r.render ? 1 : 0, r.month, r.now, r.expiresAt);
+    return { outcome: 'granted', windowCount: count };
+  });
+
+  /** Closes a lease: usage record, places freed, reservation returned when not metered. */
+  const close = (lease: LeaseRow, o: Omit<UsageRecord, 'leaseId' | 'keyId' | 'operation' | 'month' | 'checkedAt'>): void => {
+    const q = st();
+    q.deleteLease.run(lease.id);
+    if (lease.render) q.addInFlight.run(-1, lease.key_id);
+    if (!o.metered) q.dropMonth.run(lease.key_id, lease.month);
+    q.insertUsage.run(lease.id, lease.key_id, lease.operation, lease.month, o.status, o.error, o.cache,
+      o.metered ? 1 : 0, o.outcome, lease.created_at, o.recordedAt);
+  };
+
+  const settleTx = db.transaction((o: SettleOutcome): SettleResult => {
+    const q = st();
+    const lease = q.getLease.get(o.leaseId) as LeaseRow | undefined;
+    if (lease === undefined) return q.hasUsage.get(o.leaseId) === undefined ? 'unknown' : 'already';
+    close(lease, { status: o.status, error: o.error, cache: o.cache, metered: o.metered, outcome: 'settled', recordedAt: o.now });
+    return 'settled';
+  });
+
+  const expireTx = db.transaction((now: number): number => {
+    const q = st();
+    const due = q.dueLeases.all(now) as LeaseRow[];
+    for (const lease of due) {
+      close(lease, { status: null, error: null, cache: null, metered: false, outcome: 'unsettled', recordedAt: now });
+    }
+    return due.length;
+  });
+
+  const migrateTx = db.transaction(() => {
+    const done = new Set((db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version));
+    for (const m of MIGRATIONS) {
+      if (done.has(m.version)) continue;
+      db.exec(m.sql);
+      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(m.version, Date.now());
+    }
+  });
+
+  return {
+    kind: 'sqlite',
+    async migrate() {
+      migrateTx.immediate();
+    },
+    async findKey(hash) {
+      const row = st().findKey.get(hash) as KeyRow | undefined;
+      return row === undefined ? undefined : keyFromRow(row);
+    },
+    async createKey(k) {
+      st().insertKey.run(k.id, k.hash, k.name, k.plan, k.createdAt, k.revokedAt);
+    },
+    async listKeys() {
+      return (st().listKeys.all() as KeyRow[]).map(keyFromRow);
+    },
+    async revokeKey(id, now) {
+      return st().revokeKey.run(now, id).changes === 1;
+    },
+    async reserve(r) {
+      return reserveTx.immediate(r);
+    },
+    async settle(o) {
+      return settleTx.immediate(o);
+    },
+    async expire(now) {
+      return expireTx.immediate(now);
+    },
+    async monthUsed(keyId, month) {
+      return (st().getMonth.get(keyId, month) as { used: number } | undefined)?.used ?? 0;
+    },
+    async inFlight(keyId) {
+      return (st().getState.get(keyId) as { in_flight: number } | undefined)?.in_flight ?? 0;
+    },
+    async usage(keyId) {
+      return (st().usageOf.all(keyId) as UsageRow[]).map(usageFromRow);
+    },
+    async ping() {
+      db.prepare('SELECT 1').get();
+    },
+    async close() {
+      if (db.open) db.close();
+    },
+  };
+}
+
+function prepare(db: Database.Database) {
+  return {
+    findKey: db.prepare('SELECT id, name, plan, created_at, revoked_at FROM api_keys WHERE hash = ?'),
+    insertKey: db.prepare('INSERT INTO api_keys (id, hash, name, plan, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)'),
+    listKeys: db.prepare('SELECT id, name, plan, created_at, revoked_at FROM api_keys ORDER BY created_at, id'),
+    revokeKey: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
+    ensureState: db.prepare('INSERT INTO key_state (key_id, window_start, window_count, in_flight) VALUES (?, ?, 0, 0) ON CONFLICT DO NOTHING'),
+    getState: db.prepare('SELECT window_start, window_count, in_flight FROM key_state WHERE key_id = ?'),
+    setWindow: db.prepare('UPDATE key_state SET window_start = ?, window_count = ? WHERE key_id = ?'),
+    addInFlight: db.prepare('UPDATE key_state SET in_flight = in_flight + ? WHERE key_id = ?'),
+    getMonth: db.prepare('SELECT used FROM usage_months WHERE key_id = ? AND month = ?'),
+    bumpMonth: db.prepare('INSERT INTO usage_months (key_id, month, used) VALUES (?, ?, 1) ON CONFLICT (key_id, month) DO UPDATE SET used = used + 1'),
+    dropMonth: db.prepare('UPDATE usage_months SET used = used - 1 WHERE key_id = ? AND month = ?'),
+    insertLease: db.prepare('INSERT INTO leases (id, key_id, operation, render, month, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+    getLease: db.prepare('SELECT id, key_id, operation, render, month, created_at FROM leases WHERE id = ?'),
+    deleteLease: db.prepare('DELETE FROM leases WHERE id = ?'),
+    dueLeases: db.prepare('SELECT id, key_id, operation, render, month, created_at FROM leases WHERE expires_at <= ? ORDER BY expires_at LIMIT 1000'),
+    hasUsage: db.prepare('SELECT 1 FROM usage WHERE lease_id = ?'),
+    insertUsage: db.prepare(`INSERT INTO usage (lease_id, key_id, operation, month, status, error, cache, metered, outcome, checked_at, recorded_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    usageOf: db.prepare('SELECT * FROM usage WHERE key_id = ? ORDER BY seq'),
+  };
+}
+
+interface KeyRow {
+  id: string;
+  name: string;
+  plan: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+function keyFromRow(r: KeyRow): KeyRecord {
+  return { id: r.id, name: r.name, plan: r.plan, createdAt: r.created_at, revokedAt: r.revoked_at };
+}
+
+interface UsageRow {
+  lease_id: string;
+  key_id: string;
+  operation: string;
+  month: string;
+  status: number | null;
+  error: string | null;
+  cache: string | null;
+  metered: number;
+  outcome: 'settled' | 'unsettled';
+  checked_at: number;
+  recorded_at: number;
+}
+
+function usageFromRow(r: UsageRow): UsageRecord {
+  return {
+    leaseId: r.lease_id, keyId: r.key_id, operation: r.operation, month: r.month, status: r.status,
+    error: r.error, cache: r.cache, metered: r.metered === 1, outcome: r.outcome,
+    checkedAt: r.checked_at, recordedAt: r.recorded_at,
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * What policy keeps, behind one interface with two backends: SQLite (embedded, one process)
+ * and PostgreSQL (shared by replicas). Both must give the same answers; one test suite runs
+ * against both. Every method may throw when the store cannot answer: callers fail closed.
+ */
+import type { Operation } from '../../lib/policy-contract.ts';
+
+/** A key as stored: never the secret, only its hash. */
+export interface KeyRecord {
+  id: string;
+  name: string;
+  plan: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+/** The limits applied to one reservation. */
+export interface Limits {
+  perMinute: number;
+  monthlyQuota: number;
+  concurrentRenders: number;
+}
+
+/** One check, already authenticated: reserve a call (and a render place) or say why not. */
+export interface ReserveRequest {
+  keyId: string;
+  leaseId: string;
+  operation: Operation;
+  /** Whether the operation holds a concurrency place (render operations; ping does not). */
+  render: boolean;
+  now: number;
+  /** Start of the burst window holding `now`. */
+  windowStart: number;
+  /** `YYYY-MM` of `now`, UTC. */
+  month: string;
+  /** When the lease expires if never settled. */
+  expiresAt: number;
+  limits: Limits;
+}
+
+export type ReserveOutcome = 'granted' | 'rate_limited' | 'quota_exceeded' | 'concurrent_limit';
+
+export interface ReserveResult {
+  outcome: ReserveOutcome;
+  /** Requests counted in the burst window after this one (for x-ratelimit-remaining). */
+  windowCount: number;
+}
+
+/** A lease's outcome as the renderer reported it. */
+export interface SettleOutcome {
+  leaseId: string;
+  status: number;
+  error: string | null;
+  cache: 'hit' | 'miss' | null;
+  metered: boolean;
+  now: number;
+}
+
+/** `settled`: recorded now; `already`: settled or expired before (idempotent); `unknown`: no such lease. */
+export type SettleResult = 'settled' | 'already' | 'unknown';
+
+/** One usage record of the ledger. */
+export interface UsageRecord {
+  leaseId: string;
+  keyId: string;
+  operation: string;
+  month: string;
+  status: number | null;
+  error: string | null;
+  cache: string | null;
+  metered: boolean;
+  /** `settled` by the renderer, or `unsettled` when the lease expired. */
+  outcome: 'settled' | 'unsettled';
+  checkedAt: number;
+  recordedAt: number;
+}
+
+export interface PolicyStore {
+  readonly kind: 'sqlite' | 'postgres';
+  /** Applies the versioned migrations not yet applied; safe to run again and from several processes. */
+  migrate(): Promise<void>;
+  /** The key whose secret hashes to `hash`, revoked or not; undefined when none. */
+  findKey(hash: string): Promise<KeyRecord | undefined>;
+  createKey(key: KeyRecord & { hash: string }): Promise<void>;
+  listKeys(): Promise<KeyRecord[]>;
+  /** Marks the key revoked; false when there is no such key or it was revoked already. */
+  revokeKey(id: string, now: number): Promise<boolean>;
+  /** Burst window ▸ monthly quota (reservations in flight count) ▸ concurrency, atomically. */
+  reserve(req: ReserveRequest): Promise<ReserveResult>;
+  /** Writes the usage record of a lease and frees its places, once. */
+  settle(outcome: SettleOutcome): Promise<SettleResult>;
+  /** Expires open leases whose time has passed: frees places, records them unsettled. Returns how many. */
+  expire(now: number): Promise<number>;
+  /** Calls counted against a key's month: metered usage plus reservations in flight. */
+  monthUsed(keyId: string, month: string): Promise<number>;
+  /** Render places a key holds now. */
+  inFlight(keyId: string): Promise<number>;
+  /** The ledger of a key, oldest first. */
+  usage(keyId: string): Promise<UsageRecord[]>;
+  /** Answers when the store can serve (readiness). */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

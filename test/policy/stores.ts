@@ -1,0 +1,77 @@
+/**
+ * Real stores for the policy tests: SQLite in a temporary directory, PostgreSQL in a database
+ * of its own on 127.0.0.1:5432 (created here, dropped at teardown), so one suite runs on both.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { openSqliteStore } from '../../policy/store/sqlite.ts';
+import { openPostgresStore } from '../../policy/store/postgres.ts';
+import type { PolicyStore } from '../../policy/store/store.ts';
+
+export const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export type StoreKind = 'sqlite' | 'postgres';
+
+/** A place a store lives: open as many stores on it as a test needs (replicas), then drop it. */
+export interface StoreHome {
+  kind: StoreKind;
+  /** Env that points a policy process at this home. */
+  env: Record<string, string>;
+  open(): PolicyStore;
+  drop(): Promise<void>;
+}
+
+export async function storeHome(kind: StoreKind): Promise<StoreHome> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-policy-'));
+  if (kind === 'sqlite') {
+    return {
+      kind,
+      env: { TINTYPE_DATA_DIR: dir },
+      open: () => openSqliteStore({ dataDir: dir }),
+      async drop() {
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
+  const name = `tintype_policy_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = `postgres://postgres@127.0.0.1:5432/${name}`;
+  return {
+    kind,
+    env: { TINTYPE_DATA_DIR: dir, DATABASE_URL: url },
+    open: () => openPostgresStore({ url, poolSize: 10 }),
+    async drop() {
+      const a = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await a.connect();
+      try {
+        await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await a.end();
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A clock the test moves by hand. */
+export function fakeClock(start: number | string) {
+  let now = typeof start === 'string' ? Date.parse(start) : start;
+  return {
+    now: () => now,
+    set(to: number | string) {
+      now = typeof to === 'string' ? Date.parse(to) : to;
+    },
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}
