@@ -146,7 +146,7 @@ export function createEdge(options: EdgeOptions): Edge {
     const path = url.split('?', 1)[0]!;
     if (path === OPENAPI_PATH) {
       if (req.method !== 'GET' && req.method !== 'HEAD') return writeMethodNotAllowed(res, 'GET, HEAD');
-      res.writeHead(200, { ...JSON_TYPE, 'content-length': String(options.openapi.length), 'cache-control': 'public, max-age=300' });
+      res.writeHead(200, { ...JSON_TYPE, 'content-length': String(options.openapi.length) });
       res.end(req.method === 'HEAD' ? undefined : options.openapi);
       return;
     }
