@@ -1,11 +1,13 @@
 /** The subcommand table of DESIGN.md §1. Each entry wires one role; no logic here. */
 import { notBuilt, type Command } from './command.ts';
+import { keysCommand } from './keys.ts';
+import { policyCommand } from './policy.ts';
 
 export const commands: Record<string, Command> = {
   start: notBuilt('edge + policy + renderer + guard on one machine'),
-  policy: notBuilt('ext_authz and settle service for Envoy'),
+  policy: policyCommand,
   renderer: notBuilt('the renderer server'),
   guard: notBuilt('the egress guard (forward proxy)'),
   controller: notBuilt('the Kubernetes operator'),
-  keys: notBuilt('key admin: create --plan P | list | revoke ID'),
+  keys: keysCommand,
 };

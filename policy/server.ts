@@ -1,0 +1,311 @@
+/**
+ * Policy's HTTP server (DESIGN.md §4): ext_authz as Envoy's HTTP ext_authz calls it
+ * (`/authz` + the client's path, the client's method, `authorization` and `traceparent`, no
+ * body), `POST /settle` for renderers, and `/healthz/live`, `/healthz/ready`, `/metrics`.
+ *
+ * Denials are the exact client answer and always 4xx, because Envoy turns a 5xx from the
+ * authorization server into an error of its own. The one 5xx policy gives is the fail-closed
+ * `503 busy` when the store cannot answer; README "Policy" says how envoy.yaml carries it to
+ * the client.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ROOT_CONTEXT, SpanStatusCode, propagation, trace } from '@opentelemetry/api';
+import type { Config } from '../lib/config.ts';
+import { type ErrorAnswer, ServiceError, ValidationFailure } from '../lib/errors.ts';
+import type { Lifecycle } from '../lib/lifecycle.ts';
+import type { Logger } from '../lib/log.ts';
+import { PROMETHEUS_CONTENT_TYPE, type Registry } from '../lib/metrics.ts';
+import {
+  EXT_AUTHZ_PREFIX,
+  KEY_ID_HEADER,
+  LEASE_HEADER,
+  OPERATIONS,
+  RATELIMIT_LIMIT_HEADER,
+  RATELIMIT_REMAINING_HEADER,
+  SETTLE_PATH,
+  operationFor,
+} from '../lib/policy-contract.ts';
+import { BadSettle, type Policy, createPolicy } from './authorize.ts';
+import { type Clock, systemClock } from './calendar.ts';
+import { policyMetrics } from './metrics.ts';
+import { type Plans, loadPlans } from './plans.ts';
+import { openStore } from './store/open.ts';
+import type { PolicyStore } from './store/store.ts';
+import { ConfigError } from '../lib/config.ts';
+
+export const DEFAULT_POLICY_PORT = 8081;
+const SETTLE_BODY_LIMIT = 4096;
+const SWEEP_EVERY_MS = 1_000;
+
+export interface PolicyServerOptions {
+  config: Readonly<Config>;
+  logger: Logger;
+  registry?: Registry;
+  /** Injected for tests; defaults from config. */
+  store?: PolicyStore;
+  plans?: Plans;
+  clock?: Clock;
+  /** Listen host; all interfaces by default (Envoy and renderers reach policy over the network). */
+  host?: string;
+}
+
+export interface PolicyServer extends Lifecycle {
+  address(): { port: number };
+  readonly store: PolicyStore;
+  readonly policy: Policy;
+  readonly plans: Plans;
+  /** Runs one expiry sweep now (the timer runs it every second). */
+  sweep(): Promise<number>;
+}
+
+const tracer = trace.getTracer('tintype');
+
+/** Builds the server; a bad plans file throws a ConfigError naming the field before anything opens. */
+export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
+  const { config, logger } = o;
+  const plans = o.plans ?? loadPlans(config.plansFile);
+  const store = o.store ?? openStore(config);
+  const clock = o.clock ?? systemClock;
+  const metrics = policyMetrics(o.registry);
+  const policy = createPolicy({ store, plans, clock, leaseTtlMs: config.renderTimeoutMs + config.leaseGraceMs });
+  let started = false;
+  let storeOk = false;
+  let sweeper: NodeJS.Timeout | undefined;
+  let sweeping: Promise<number> | undefined;
+
+  const server = http.createServer((req, res) => {
+    route(req, res).catch((err: unknown) => {
+      logger.error('request_failed', { message: err instanceof Error ? err.message : String(err) });
+      if (!res.headersSent) send(res, new ServiceError('busy').answer());
+      else res.destroy();
+    });
+  });
+  // Envoy keeps upstream connections open; closing one under it would turn a check into an error.
+  server.keepAliveTimeout = 120_000;
+  server.headersTimeout = 125_000;
+
+  async function route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    if (url.startsWith(EXT_AUTHZ_PREFIX + '/')) return authz(req, res, url.slice(EXT_AUTHZ_PREFIX.length));
+    const path = url.split('?', 1)[0];
+    if (path === SETTLE_PATH) {
+      if (req.method !== 'POST') return drainThen(req, () => send(res, new ServiceError('method_not_allowed').answer()));
+      return settle(req, res);
+    }
+    req.resume();
+    if (req.method === 'GET' && path === '/healthz/live') return sendJson(res, 200, { status: 'ok' });
+    if (req.method === 'GET' && path === '/healthz/ready') {
+      const ready = started && (await pingStore());
+      return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable' });
+    }
+    if (req.method === 'GET' && path === '/metrics') {
+      res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE });
+      res.end(metrics.registry.render());
+      return;
+    }
+    send(res, new ServiceError('not_found').answer());
+  }
+
+  async function authz(req: http.IncomingMessage, res: http.ServerResponse, clientPath: string): Promise<void> {
+    req.resume(); // ext_authz sends no body; anything sent is ignored
+    const t0 = performance.now();
+    const operation = operationFor(clientPath);
+    if (operation === undefined) {
+      metrics.checks.inc({ operation: 'none', outcome: 'not_found' });
+      return send(res, new ServiceError('not_found').answer());
+    }
+    if (req.method !== OPERATIONS[operation].method) {
+      metrics.checks.inc({ operation, outcome: 'method_not_allowed' });
+      return send(res, new ServiceError('method_not_allowed').answer());
+    }
+    const parent = propagation.extract(ROOT_CONTEXT, req.headers);
+    await tracer.startActiveSpan('authz', { attributes: { 'tintype.operation': operation } }, parent, async (span) => {
+      let outcome: string;
+      try {
+        // A key is read from the authorization header only, never from the query (spec Part 5 rule 3).
+        const d = await policy.check(header(req.headers.authorization), operation);
+        storeOk = true;
+        if (d.allow) {
+          outcome = 'granted';
+          res.writeHead(200, {
+            [LEASE_HEADER]: d.leaseId,
+            [KEY_ID_HEADER]: d.keyId,
+            [RATELIMIT_LIMIT_HEADER]: String(d.rate.limit),
+            [RATELIMIT_REMAINING_HEADER]: String(d.rate.remaining),
+            'content-length': '0',
+          });
+          res.end();
+        } else {
+          outcome = d.error.code;
+          const a = d.error.answer();
+          if (d.rate !== undefined) {
+            a.headers[RATELIMIT_LIMIT_HEADER] = String(d.rate.limit);
+            a.headers[RATELIMIT_REMAINING_HEADER] = String(d.rate.remaining);
+          }
+          send(res, a);
+        }
+        logger.debug('check', { operation, outcome, key: d.allow ? d.keyId : undefined });
+      } catch (err) {
+        // Fail closed: nothing granted, nothing metered (issue 3, "Stores").
+        outcome = 'busy';
+        storeOk = false;
+        metrics.storeErrors.inc();
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        logger.warn('store_unavailable', { during: 'check', message: err instanceof Error ? err.message : String(err) });
+        send(res, new ServiceError('busy').answer());
+      }
+      span.setAttribute('tintype.outcome', outcome);
+      span.end();
+      metrics.checks.inc({ operation, outcome });
+      metrics.checkSeconds.observe((performance.now() - t0) / 1000, { operation });
+    });
+  }
+
+  async function settle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const text = await readBody(req, SETTLE_BODY_LIMIT);
+    if (text === undefined) return send(res, new ServiceError('payload_too_large').answer());
+    await tracer.startActiveSpan('settle', {}, propagation.extract(ROOT_CONTEXT, req.headers), async (span) => {
+      try {
+        let body: unknown;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          throw new BadSettle('body must be JSON');
+        }
+        const result = await policy.settle(body);
+        storeOk = true;
+        metrics.settles.inc({ result });
+        span.setAttribute('tintype.settle', result);
+        if (result === 'unknown') {
+          logger.warn('settle_unknown_lease', {});
+          send(res, new ServiceError('not_found').answer());
+        } else {
+          res.writeHead(204);
+          res.end();
+        }
+      } catch (err) {
+        if (err instanceof BadSettle) {
+          metrics.settles.inc({ result: 'bad_request' });
+          send(res, new ValidationFailure([{ path: 'body', message: err.message }]).answer());
+        } else {
+          storeOk = false;
+          metrics.storeErrors.inc();
+          span.setStatus({ code: SpanStatusCode.ERROR });
+          logger.warn('store_unavailable', { during: 'settle', message: err instanceof Error ? err.message : String(err) });
+          send(res, new ServiceError('busy').answer());
+        }
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  async function pingStore(): Promise<boolean> {
+    try {
+      await store.ping();
+      storeOk = true;
+    } catch {
+      storeOk = false;
+    }
+    return storeOk;
+  }
+
+  async function sweep(): Promise<number> {
+    // One sweep at a time; a slow store must not pile them up.
+    sweeping ??= policy.expire().finally(() => {
+      sweeping = undefined;
+    });
+    const n = await sweeping;
+    if (n > 0) {
+      metrics.expiries.inc({}, n);
+      logger.info('leases_expired', { count: n });
+    }
+    return n;
+  }
+
+  return {
+    store,
+    policy,
+    plans,
+    sweep,
+    async start() {
+      await store.migrate();
+      // A key on a plan the plans file no longer defines would be refused forever: stop instead.
+      const missing = [...new Set((await store.listKeys()).filter((k) => k.revokedAt === null).map((k) => k.plan))]
+        .filter((p) => !Object.hasOwn(plans, p));
+      if (missing.length > 0) {
+        throw new ConfigError(`TINTYPE_PLANS: keys exist on plans that are not defined: ${missing.join(', ')}`);
+      }
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(config.port ?? DEFAULT_POLICY_PORT, o.host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      sweeper = setInterval(() => {
+        sweep().catch((err: unknown) => {
+          logger.warn('store_unavailable', { during: 'sweep', message: err instanceof Error ? err.message : String(err) });
+        });
+      }, SWEEP_EVERY_MS);
+      sweeper.unref();
+      started = true;
+      storeOk = true;
+    },
+    async stop() {
+      started = false;
+      if (sweeper !== undefined) clearInterval(sweeper);
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await sweeping?.catch(() => 0);
+      await store.close();
+    },
+    healthy() {
+      return started && storeOk;
+    },
+    address() {
+      return { port: (server.address() as AddressInfo).port };
+    },
+  };
+}
+
+function header(v: string | string[] | undefined): string | undefined {
+  // Several authorization headers are as malformed as none; the lookup still runs.
+  return Array.isArray(v) ? v.join(',') : v;
+}
+
+function send(res: http.ServerResponse, a: ErrorAnswer): void {
+  const body = JSON.stringify(a.body);
+  res.writeHead(a.status, { ...a.headers, 'content-length': String(Buffer.byteLength(body)) });
+  res.end(body);
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)) });
+  res.end(text);
+}
+
+function drainThen(req: http.IncomingMessage, then: () => void): void {
+  req.resume();
+  then();
+}
+
+/** The body as text, or undefined when it passes `limit` bytes. */
+function readBody(req: http.IncomingMessage, limit: number): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) over = true;
+      else chunks.push(c);
+    });
+    req.on('end', () => resolve(over ? undefined : Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}

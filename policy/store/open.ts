@@ -1,0 +1,10 @@
+/** Picks the backend from the settings: PostgreSQL when DATABASE_URL is set, else SQLite in the data dir (DESIGN.md §3). */
+import type { Config } from '../../lib/config.ts';
+import { openPostgresStore } from './postgres.ts';
+import { openSqliteStore } from './sqlite.ts';
+import type { PolicyStore } from './store.ts';
+
+export function openStore(config: Readonly<Config>): PolicyStore {
+  if (config.databaseUrl !== undefined) return openPostgresStore({ url: config.databaseUrl, poolSize: config.pgPoolSize });
+  return openSqliteStore({ dataDir: config.dataDir, synchronous: config.sqliteSync });
+}
