@@ -1,0 +1,34 @@
+/**
+ * Draws one card to PNG bytes, synchronously (run inside a worker thread, see pool.ts). The
+ * surface and every cache live for the life of the thread.
+ */
+import type { OgCard } from './fields.ts';
+import { encodePng } from './png.ts';
+import { Surface } from './surface.ts';
+import { paintCard, type Regions } from './templates.ts';
+import { ground } from './theme.ts';
+import { faces } from './faces.ts';
+
+let surface: Surface | undefined;
+
+/** Loads faces and prepares the surface and grounds, so the first card is not slower. */
+export function warmUp(): void {
+  faces();
+  surface ??= new Surface();
+  ground('dark');
+  ground('light');
+}
+
+/** Paints a card and returns its RGBA pixels (a view valid until the next card) and regions. */
+export function paintPixels(card: OgCard): { pixels: Uint8Array; regions: Regions } {
+  surface ??= new Surface();
+  surface.paintGround(ground(card.theme));
+  const regions = paintCard(surface, card);
+  return { pixels: surface.pixels, regions };
+}
+
+/** Draws a card as a 1200 x 630 PNG. */
+export function drawCard(card: OgCard): Buffer {
+  const { pixels } = paintPixels(card);
+  return encodePng(pixels, 1200, 630);
+}

@@ -1,0 +1,124 @@
+/**
+ * Stacking text blocks in a box (spec 4.5 rule 4; issue 4 "text that fits"): all blocks start at
+ * their largest size and shrink together, step by step, until every block fits its line limit
+ * and the stack fits the box; below the smallest size text is cut with an ellipsis. Each block
+ * paints only inside its own region, so nothing overflows or overlaps another slot.
+ */
+import type { Role } from './faces.ts';
+import { paintLine } from './paint-text.ts';
+import { isRtlParagraph, shape, type Cluster } from './shape.ts';
+import type { Rect, Rgb, Surface } from './surface.ts';
+import { wrap, type Line } from './wrap.ts';
+
+export interface BlockSpec {
+  readonly slot: string;
+  readonly text: string;
+  readonly role: Role;
+  /** Sizes in pixels, largest first. */
+  readonly sizes: readonly number[];
+  readonly maxLines: (size: number) => number;
+  /** Line height as a multiple of the size. */
+  readonly leading: number;
+  readonly colour: Rgb;
+  /** Space above the block when another block precedes it. */
+  readonly gapBefore: number;
+  readonly align?: 'start' | 'center' | 'end';
+}
+
+export interface PlacedBlock {
+  readonly spec: BlockSpec;
+  readonly size: number;
+  readonly lines: Line[];
+  readonly rtl: boolean;
+  /** Top of the first line box. */
+  readonly top: number;
+  readonly region: Rect;
+}
+
+// Ink above the first line box and below the last stays inside the block's region.
+const BLEED = 6;
+
+interface Trial {
+  spec: BlockSpec;
+  clusters: Cluster[];
+  size: number;
+  lines: Line[];
+  truncated: boolean;
+  height: number;
+}
+
+// Blocks shrink in proportion: step k of n takes each block the same fraction down its sizes.
+function trial(spec: BlockSpec, clusters: Cluster[], step: number, steps: number, width: number): Trial {
+  const last = spec.sizes.length - 1;
+  const size = spec.sizes[steps <= 1 ? 0 : Math.round((step * last) / (steps - 1))]!;
+  const w = wrap(clusters, width / size, spec.maxLines(size), spec.role);
+  return { spec, clusters, size, lines: w.lines, truncated: w.truncated, height: w.lines.length * size * spec.leading };
+}
+
+function totalHeight(trials: readonly Trial[]): number {
+  return trials.reduce((h, t, i) => h + t.height + (i > 0 ? t.spec.gapBefore : 0), 0);
+}
+
+/** Fits blocks top-down into `box` and returns where each one goes. */
+export function stack(specs: readonly BlockSpec[], box: Rect): PlacedBlock[] {
+  const width = box.x1 - box.x0;
+  const shaped = specs.map((s) => shape(s.text, s.role));
+  const steps = Math.max(...specs.map((s) => s.sizes.length));
+  let chosen: Trial[] = [];
+  for (let step = 0; step < steps; step++) {
+    chosen = specs.map((s, i) => trial(s, shaped[i]!, step, steps, width));
+    if (chosen.every((t) => !t.truncated) && totalHeight(chosen) <= box.y1 - box.y0) break;
+  }
+  // Still too tall at the smallest sizes: take lines off the tallest block, with an ellipsis.
+  while (totalHeight(chosen) > box.y1 - box.y0) {
+    const tallest = chosen.reduce((a, b) => (b.lines.length > a.lines.length ? b : a));
+    if (tallest.lines.length <= 1) break;
+    const w = wrap(tallest.clusters, width / tallest.size, tallest.lines.length - 1, tallest.spec.role);
+    tallest.lines = w.lines;
+    tallest.height = w.lines.length * tallest.size * tallest.spec.leading;
+  }
+  let y = box.y0;
+  return chosen.map((t, i) => {
+    if (i > 0) y += t.spec.gapBefore;
+    const top = y;
+    y += t.height;
+    const gapAfter = chosen[i + 1]?.spec.gapBefore ?? BLEED * 2;
+    const region: Rect = {
+      x0: box.x0 - 8,
+      x1: box.x1 + 8,
+      y0: Math.floor(top - Math.min(BLEED, t.spec.gapBefore / 2)),
+      y1: Math.ceil(top + t.height + Math.min(BLEED, gapAfter / 2)),
+    };
+    return { spec: t.spec, size: t.size, lines: t.lines, rtl: isRtlParagraph(t.clusters), top, region: i === 0 ? { ...region, y0: Math.floor(top - BLEED) } : region };
+  });
+}
+
+/** Places one block in a fixed region (single-purpose slots such as the footer). */
+export function place(spec: BlockSpec, box: Rect): PlacedBlock {
+  return stack([spec], box)[0]!;
+}
+
+/** Places one block centred vertically in `box`; the region is the box itself. */
+export function placeMiddle(spec: BlockSpec, box: Rect, inset: number): PlacedBlock {
+  const inner = { x0: box.x0 + inset, x1: box.x1 - inset, y0: box.y0, y1: box.y1 };
+  const fitted = stack([spec], inner)[0]!;
+  const height = fitted.lines.length * fitted.size * spec.leading;
+  const top = (box.y0 + box.y1) / 2 - height / 2;
+  return { ...fitted, top, region: { ...box, x0: box.x0 + inset - 8, x1: box.x1 - inset + 8 } };
+}
+
+/** Paints a placed block: lines aligned to the paragraph's start edge unless told otherwise. */
+export function paintBlock(surface: Surface, block: PlacedBlock): void {
+  const { spec, size, region } = block;
+  const x0 = region.x0 + 8;
+  const x1 = region.x1 - 8;
+  const lineHeight = size * spec.leading;
+  const top = block.top;
+  block.lines.forEach((line, i) => {
+    const width = line.em * size;
+    const align = spec.align ?? (block.rtl ? 'end' : 'start');
+    const x = align === 'start' ? x0 : align === 'end' ? x1 - width : x0 + (x1 - x0 - width) / 2;
+    const baseline = top + i * lineHeight + (lineHeight - size) / 2 + 0.8 * size;
+    paintLine(surface, line, block.rtl, x, baseline, size, spec.colour, region);
+  });
+}
