@@ -104,7 +104,8 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
       return (r.rows as UsageRow[]).map(usageFromRow);
     },
     async ping() {
-      await pool.query('SELECT 1');
+      // Touches the table every check locks, so a store that cannot check is not ready.
+      await pool.query('SELECT 1 FROM key_state LIMIT 1');
     },
     async close() {
       if (ended) return;

@@ -79,6 +79,8 @@ export interface SqliteStoreOptions {
   /** Directory of the database file (TINTYPE_DATA_DIR), or `:memory:`. */
   dataDir: string;
   synchronous?: 'normal' | 'full';
+  /** How long a write waits for another process's lock before failing (and the check failing closed). */
+  busyTimeoutMs?: number;
 }
 
 interface LeaseRow {
@@ -100,7 +102,7 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 2000}`);
   db.pragma('foreign_keys = ON');
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
 
@@ -153,6 +155,8 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
     return due.length;
   });
 
+  const probeTx = db.transaction(() => undefined);
+
   const migrateTx = db.transaction(() => {
     const done = new Set((db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version));
     for (const m of MIGRATIONS) {
@@ -199,7 +203,8 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
       return (st().usageOf.all(keyId) as UsageRow[]).map(usageFromRow);
     },
     async ping() {
-      db.prepare('SELECT 1').get();
+      // Readiness means a check could write now: take the write lock and let it go.
+      probeTx.immediate();
     },
     async close() {
       if (db.open) db.close();

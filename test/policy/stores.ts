@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { openSqliteStore } from '../../policy/store/sqlite.ts';
 import { openPostgresStore } from '../../policy/store/postgres.ts';
@@ -18,9 +19,12 @@ export type StoreKind = 'sqlite' | 'postgres';
 /** A place a store lives: open as many stores on it as a test needs (replicas), then drop it. */
 export interface StoreHome {
   kind: StoreKind;
+  /** Holds every policy table locked from another connection until the returned function is called. */
+  lockAll(): Promise<() => Promise<void>>;
   /** Env that points a policy process at this home. */
   env: Record<string, string>;
-  open(): PolicyStore;
+  /** `timeoutMs`: how long a store call may wait on a lock before failing (default: the store's). */
+  open(timeoutMs?: number): PolicyStore;
   drop(): Promise<void>;
 }
 
@@ -30,7 +34,15 @@ export async function storeHome(kind: StoreKind): Promise<StoreHome> {
     return {
       kind,
       env: { TINTYPE_DATA_DIR: dir },
-      open: () => openSqliteStore({ dataDir: dir }),
+      async lockAll() {
+        const db = new Database(path.join(dir, 'policy.sqlite'));
+        db.exec('BEGIN EXCLUSIVE');
+        return async () => {
+          db.exec('ROLLBACK');
+          db.close();
+        };
+      },
+      open: (timeoutMs) => openSqliteStore({ dataDir: dir, busyTimeoutMs: timeoutMs }),
       async drop() {
         rmSync(dir, { recursive: true, force: true });
       },
@@ -48,7 +60,17 @@ export async function storeHome(kind: StoreKind): Promise<StoreHome> {
   return {
     kind,
     env: { TINTYPE_DATA_DIR: dir, DATABASE_URL: url },
-    open: () => openPostgresStore({ url, poolSize: 10 }),
+    async lockAll() {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      await c.query('BEGIN');
+      await c.query('LOCK TABLE api_keys, key_state, usage_months, leases, usage IN ACCESS EXCLUSIVE MODE');
+      return async () => {
+        await c.query('ROLLBACK');
+        await c.end();
+      };
+    },
+    open: (timeoutMs) => openPostgresStore({ url, poolSize: 10, statementTimeoutMs: timeoutMs }),
     async drop() {
       const a = new pg.Client({ connectionString: PG_ADMIN_URL });
       await a.connect();

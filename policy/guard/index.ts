@@ -1,0 +1,192 @@
+/**
+ * The egress guard (issue 2 §2; DESIGN.md §1, §4): the forward proxy every browser fetch
+ * leaves through, on a TCP port and/or a unix socket, with the Lifecycle of STYLE.md habit 2.
+ * Also the one Judge the renderer uses for page addresses before it takes a slot.
+ */
+import { existsSync, lstatSync, unlinkSync } from 'node:fs';
+import type http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { RenderTally } from '../../lib/guard-contract.ts';
+import type { Lifecycle } from '../../lib/lifecycle.ts';
+import { createLogger, type Logger } from '../../lib/log.ts';
+import type { Registry } from '../../lib/metrics.ts';
+import { createRecorder, type DecisionRecorder } from './decisions.ts';
+import { Judge } from './judge.ts';
+import { createProxyServer } from './proxy.ts';
+import { createResolver, type Resolve } from './resolver.ts';
+import { collectSelf, interfaceAddresses } from './self.ts';
+import { RenderTallies } from './tally.ts';
+import { dialTcp, pinnedAgent, type Dial } from './upstream.ts';
+
+export { Judge, judgeUrl, type Judgement, type DialAddress } from './judge.ts';
+export { createResolver, DnsFailure, type Resolve } from './resolver.ts';
+export type { Dial } from './upstream.ts';
+
+/** How a guard is built; the settings mirror lib/config.ts (GUARD_*). */
+export interface GuardOptions {
+  /** TCP listen port (0: any free port). Omit to listen on the socket only. */
+  port?: number;
+  host?: string;
+  /** Unix socket path, in addition to or instead of the port. */
+  socket?: string;
+  dnsServers?: readonly string[];
+  dnsTimeoutMs?: number;
+  allowCidrs?: readonly string[];
+  selfAddresses?: readonly string[];
+  connectTimeoutMs?: number;
+  idleTimeoutMs?: number;
+  maxTunnels?: number;
+  logger?: Logger;
+  metrics?: Registry;
+  /** Seams (STYLE.md habit 6): the resolver, the dialer, this host's interface addresses. */
+  resolve?: Resolve;
+  dial?: Dial;
+  interfaces?: () => readonly string[];
+  /** How long an unfetched render tally is kept, and how many at most. */
+  tallyTtlMs?: number;
+  maxTallies?: number;
+  /** How long stop() lets requests in flight finish before closing them. */
+  stopGraceMs?: number;
+}
+
+/** A running guard. */
+export interface Guard extends Lifecycle {
+  /** Where it listens (after start). */
+  address(): { port?: number; host?: string; socket?: string };
+  /** One render's refusal tally; forgets it (the in-process form of `GET /renders/<token>`). */
+  takeTally(token: string): RenderTally;
+  /** Refusals of requests that named no render. */
+  unnamedTally(): { blocked: number };
+  /** The judge this guard decides with (also for page addresses, spec 4.4 rule 3). */
+  judge(): Judge;
+}
+
+/**
+ * Builds the Judge of a guard's rules: resolver from the DNS settings unless injected, self
+ * addresses from the interfaces and GUARD_SELF_ADDRESSES (names resolved now).
+ */
+export async function createJudge(options: GuardOptions & { logger?: Logger } = {}): Promise<Judge> {
+  const resolve = options.resolve ?? createResolver({ servers: options.dnsServers ?? [], timeoutMs: options.dnsTimeoutMs ?? 5_000 });
+  const logger = options.logger ?? createLogger('guard');
+  const self = await collectSelf({
+    configured: options.selfAddresses ?? [],
+    interfaces: (options.interfaces ?? interfaceAddresses)(),
+    resolve,
+    onUnresolved: (name, code) => logger.warn('guard.self_name_unresolved', { setting: 'GUARD_SELF_ADDRESSES', name, code }),
+  });
+  return new Judge({ resolve, allowCidrs: options.allowCidrs ?? [], self });
+}
+
+function listen(server: http.Server, where: { port: number; host?: string } | { path: string }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(where, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** A unix socket left behind by a guard that did not stop cleanly would block listen(). */
+function removeStaleSocket(path: string): void {
+  if (existsSync(path) && lstatSync(path).isSocket()) unlinkSync(path);
+}
+
+export function createGuard(options: GuardOptions): Guard {
+  if (options.port === undefined && options.socket === undefined) throw new Error('the guard needs a port or a socket to listen on');
+  const logger = options.logger ?? createLogger('guard');
+  const settings = {
+    connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
+    idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
+    maxTunnels: options.maxTunnels ?? 512,
+  };
+  const dial = options.dial ?? dialTcp;
+  const tallies = new RenderTallies({ ttlMs: options.tallyTtlMs, maxEntries: options.maxTallies });
+  const tunnels = new Set<Duplex>();
+  const recorder: DecisionRecorder = createRecorder(logger, options.metrics, () => tunnels.size);
+  const servers: http.Server[] = [];
+  let agent: http.Agent | undefined;
+  let judge: Judge | undefined;
+  let running = false;
+
+  return {
+    async start() {
+      judge = await createJudge({ ...options, logger });
+      agent = pinnedAgent(dial, { ...settings, maxSockets: settings.maxTunnels });
+      const ctx = { judge, dial, agent, tallies, recorder, tunnels, settings };
+      try {
+        if (options.port !== undefined) {
+          const server = createProxyServer(ctx);
+          servers.push(server);
+          await listen(server, { port: options.port, host: options.host ?? '127.0.0.1' });
+        }
+        if (options.socket !== undefined) {
+          removeStaleSocket(options.socket);
+          const server = createProxyServer(ctx);
+          servers.push(server);
+          await listen(server, { path: options.socket });
+        }
+      } catch (err) {
+        await this.stop();
+        throw err;
+      }
+      running = true;
+      const where = this.address();
+      logger.info('guard.listening', { port: where.port, host: where.host, socket: where.socket });
+    },
+
+    async stop() {
+      running = false;
+      const grace = options.stopGraceMs ?? 5_000;
+      await Promise.all(
+        servers.map(
+          (server) =>
+            new Promise<void>((resolve) => {
+              const timer = setTimeout(() => {
+                server.closeAllConnections();
+                for (const t of tunnels) t.destroy();
+              }, grace);
+              server.close(() => {
+                clearTimeout(timer);
+                resolve();
+              });
+              server.closeIdleConnections();
+            }),
+        ),
+      );
+      servers.length = 0;
+      agent?.destroy();
+    },
+
+    healthy() {
+      return running && servers.length > 0 && servers.every((s) => s.listening);
+    },
+
+    address() {
+      const out: { port?: number; host?: string; socket?: string } = {};
+      for (const server of servers) {
+        const a = server.address();
+        if (typeof a === 'string') out.socket = a;
+        else if (a !== null) {
+          out.port = (a as AddressInfo).port;
+          out.host = (a as AddressInfo).address;
+        }
+      }
+      return out;
+    },
+
+    takeTally(token) {
+      return tallies.take(token);
+    },
+
+    unnamedTally() {
+      return { blocked: tallies.unnamedBlocked() };
+    },
+
+    judge() {
+      if (judge === undefined) throw new Error('the guard has not started');
+      return judge;
+    },
+  };
+}

@@ -1,0 +1,168 @@
+/**
+ * The forward proxy Chromium's traffic leaves through (DESIGN.md §4 "guard"; issue 2 §2):
+ * absolute-form `http:` requests, `CONNECT host:port` tunnels, absolute-form WebSocket
+ * upgrades, and the origin-form `GET /renders/<token>` tally fetch of lib/guard-contract.ts.
+ * Every request is judged on its own, also the second and later ones of a kept-alive
+ * connection; a refusal is `403` with `x-guard-reason`, and that includes request lines Node's
+ * parser throws out before any handler runs.
+ */
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
+import { GUARD_REASON_HEADER, RENDER_STATS_PATH, renderTokenFrom } from '../../lib/guard-contract.ts';
+import type { RejectReason } from '../../lib/errors.ts';
+import type { DecisionRecorder, Outcome, RequestKind } from './decisions.ts';
+import { endToEnd } from './headers.ts';
+import type { Judge } from './judge.ts';
+import type { RenderTallies } from './tally.ts';
+import { isRefused, parseRequestTarget, rawHeader, requestLineOf } from './target.ts';
+import { answerRaw, openTunnel } from './tunnel.ts';
+import { forward, type Dial, type UpstreamSettings } from './upstream.ts';
+
+/** Everything a proxy listener shares with the others of the same guard. */
+export interface ProxyContext {
+  judge: Judge;
+  dial: Dial;
+  agent: http.Agent;
+  tallies: RenderTallies;
+  recorder: DecisionRecorder;
+  /** Client sockets of open tunnels: bounded by maxTunnels, closed by stop(). */
+  tunnels: Set<Duplex>;
+  settings: UpstreamSettings & { maxTunnels: number };
+}
+
+const TOKEN_PATH = /^\/renders\/([A-Za-z0-9_-]{16,64})$/;
+
+function refusalBody(reason: RejectReason): string {
+  return `guard refused: ${reason}\n`;
+}
+
+/** Builds one HTTP listener of the guard; several (TCP port, unix socket) share a context. */
+export function createProxyServer(ctx: ProxyContext): http.Server {
+  const server = http.createServer({
+    // A hostless request must reach the handler to get the guard's 403, not Node's 400.
+    requireHostHeader: false,
+    keepAliveTimeout: ctx.settings.idleTimeoutMs,
+  });
+
+  const refuse = (token: string | undefined, reason: RejectReason): Outcome => {
+    ctx.tallies.refuse(token, reason);
+    return { decision: 'refused', reason };
+  };
+
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const startedAt = performance.now();
+    const url = req.url ?? '';
+    const token = renderTokenFrom(req.headers['proxy-authorization']);
+    const stats = req.method === 'GET' ? TOKEN_PATH.exec(url) : null;
+    if (stats !== null) {
+      const body = JSON.stringify(ctx.tallies.take(stats[1]!));
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+      ctx.recorder.record('http', token !== undefined, { decision: 'other', status: 200, note: 'tally' }, startedAt);
+      return;
+    }
+    void (async () => {
+      const parsed = parseRequestTarget(req.method ?? 'GET', url);
+      // Absolute-form https would ask the guard to speak TLS for the client; browsers use
+      // CONNECT for it, so this form is refused as a scheme this proxy does not carry.
+      const judged =
+        !isRefused(parsed) && parsed.scheme === 'https'
+          ? { ok: false as const, reason: 'bad_scheme' as const }
+          : await ctx.judge.judge(parsed);
+      let outcome: Outcome;
+      if (!judged.ok) {
+        outcome = refuse(token, judged.reason);
+        const body = refusalBody(judged.reason);
+        res.writeHead(403, {
+          [GUARD_REASON_HEADER]: judged.reason,
+          'content-type': 'text/plain; charset=utf-8',
+          'content-length': Buffer.byteLength(body),
+          'cache-control': 'no-store',
+        });
+        res.end(body);
+      } else {
+        outcome = await forward(req, res, judged.target, judged.addresses[0]!, ctx.agent, ctx.settings);
+      }
+      ctx.recorder.record('http', token !== undefined, outcome, startedAt);
+    })().catch(() => res.destroy());
+  });
+
+  const tunnel = (kind: RequestKind, req: http.IncomingMessage, client: Duplex, head: Buffer): void => {
+    const startedAt = performance.now();
+    const token = renderTokenFrom(req.headers['proxy-authorization']);
+    client.on('error', () => client.destroy());
+    void (async () => {
+      const parsed = parseRequestTarget(req.method ?? 'GET', req.url ?? '');
+      const judged =
+        kind === 'upgrade' && !isRefused(parsed) && parsed.scheme !== 'http'
+          ? { ok: false as const, reason: 'bad_scheme' as const }
+          : await ctx.judge.judge(parsed);
+      let outcome: Outcome;
+      if (!judged.ok) {
+        outcome = refuse(token, judged.reason);
+        answerRaw(client, 403, refusalBody(judged.reason).trimEnd(), { [GUARD_REASON_HEADER]: judged.reason });
+      } else if (ctx.tunnels.size >= ctx.settings.maxTunnels) {
+        answerRaw(client, 503, 'too many open tunnels');
+        outcome = { decision: 'other', status: 503, note: 'tunnel_bound' };
+      } else {
+        ctx.tunnels.add(client);
+        try {
+          const target = judged.target;
+          outcome = await openTunnel({
+            client,
+            head,
+            to: judged.addresses[0]!,
+            port: target.port,
+            dial: ctx.dial,
+            settings: ctx.settings,
+            ...(kind === 'connect'
+              ? { greeting: 'HTTP/1.1 200 Connection Established\r\n\r\n' }
+              : { preamble: upgradeHead(req, target.path, target.authority) }),
+          });
+        } finally {
+          ctx.tunnels.delete(client);
+        }
+      }
+      ctx.recorder.record(kind, token !== undefined, outcome, startedAt);
+    })().catch(() => client.destroy());
+  };
+
+  server.on('connect', (req: http.IncomingMessage, client: Duplex, head: Buffer) => tunnel('connect', req, client, head));
+  server.on('upgrade', (req: http.IncomingMessage, client: Duplex, head: Buffer) => tunnel('upgrade', req, client, head));
+
+  server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
+    const startedAt = performance.now();
+    if (err.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    if (err.code === 'HPE_HEADER_OVERFLOW') {
+      answerRaw(socket, 431, 'request header fields too large');
+      return;
+    }
+    const line = requestLineOf(err.rawPacket);
+    if (line === undefined) {
+      answerRaw(socket, 400, 'bad request');
+      ctx.recorder.record('malformed', false, { decision: 'other', status: 400, note: err.code ?? 'parse_error' }, startedAt);
+      return;
+    }
+    // Node refused the request line (a `data:` or `javascript:` target, spaces, odd bytes):
+    // the same parser judges it; whatever it would have let through is still no host we can use.
+    const parsed = parseRequestTarget(line.method, line.target);
+    const reason: RejectReason = isRefused(parsed) ? parsed.reason : 'bad_host';
+    const token = renderTokenFrom(rawHeader(err.rawPacket, 'proxy-authorization'));
+    const outcome = refuse(token, reason);
+    answerRaw(socket, 403, refusalBody(reason).trimEnd(), { [GUARD_REASON_HEADER]: reason });
+    ctx.recorder.record('malformed', token !== undefined, outcome, startedAt);
+  });
+
+  return server;
+}
+
+/** The request head of an absolute-form WebSocket upgrade, rewritten to origin-form for the target. */
+function upgradeHead(req: http.IncomingMessage, path: string, authority: string): string {
+  const headers = endToEnd(req.rawHeaders, { host: authority, keep: ['upgrade', 'connection'] });
+  const lines = [`${req.method} ${path} HTTP/1.1`];
+  for (let i = 0; i < headers.length; i += 2) lines.push(`${headers[i]}: ${headers[i + 1]}`);
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}

@@ -1,0 +1,82 @@
+/**
+ * Refusals counted per render (issue 2 §2 rule 8; spec 2.1 `x-render-blocked`). Keyed by the
+ * render's unguessable token, so a render can only read or reset its own count by knowing its
+ * own token. Only refusals create an entry; an entry not fetched within `ttlMs` of its first
+ * refusal is dropped, and at most `maxEntries` are kept (oldest dropped first), so tokens that
+ * are never fetched cannot grow memory.
+ */
+import type { RejectReason } from '../../lib/errors.ts';
+import type { RenderTally } from '../../lib/guard-contract.ts';
+
+interface Entry extends RenderTally {
+  expiresAt: number;
+}
+
+export class RenderTallies {
+  private readonly entries = new Map<string, Entry>();
+  private unnamed = 0;
+  private readonly ttlMs: number;
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+
+  constructor(options: { ttlMs?: number; maxEntries?: number; now?: () => number } = {}) {
+    this.ttlMs = options.ttlMs ?? 15 * 60_000;
+    this.maxEntries = options.maxEntries ?? 10_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Counts one refusal for the render `token` names, or apart when it names none. */
+  refuse(token: string | undefined, reason: RejectReason): void {
+    if (token === undefined) {
+      this.unnamed += 1;
+      return;
+    }
+    const now = this.now();
+    const entry = this.live(token, now);
+    if (entry !== undefined) {
+      entry.blocked += 1;
+      return;
+    }
+    this.sweep(now);
+    while (this.entries.size >= this.maxEntries) {
+      const oldest = this.entries.keys().next().value as string;
+      this.entries.delete(oldest);
+    }
+    this.entries.set(token, { blocked: 1, firstReason: reason, expiresAt: now + this.ttlMs });
+  }
+
+  /** Answers one render's tally and forgets it. A token never refused answers zero. */
+  take(token: string): RenderTally {
+    const entry = this.live(token, this.now());
+    this.entries.delete(token);
+    return entry === undefined ? { blocked: 0, firstReason: null } : { blocked: entry.blocked, firstReason: entry.firstReason };
+  }
+
+  /** Refusals of requests that named no render. */
+  unnamedBlocked(): number {
+    return this.unnamed;
+  }
+
+  /** How many renders' tallies are held (for tests and a gauge). */
+  size(): number {
+    return this.entries.size;
+  }
+
+  private live(token: string, now: number): Entry | undefined {
+    const entry = this.entries.get(token);
+    if (entry === undefined) return undefined;
+    if (entry.expiresAt <= now) {
+      this.entries.delete(token);
+      return undefined;
+    }
+    return entry;
+  }
+
+  /** Drops expired entries from the oldest end; insertion order is expiry order. */
+  private sweep(now: number): void {
+    for (const [token, entry] of this.entries) {
+      if (entry.expiresAt > now) break;
+      this.entries.delete(token);
+    }
+  }
+}

@@ -1,0 +1,34 @@
+/** A plain HTTP client for the policy tests: status, headers as sent (raw) and body bytes. */
+import http from 'node:http';
+
+export interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  /** Header lines as sent, names lower-cased, without the ones that carry the time or connection state. */
+  stableHeaders: string[];
+  body: string;
+}
+
+const UNSTABLE = new Set(['date', 'connection', 'keep-alive']);
+
+export function request(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const stableHeaders: string[] = [];
+        for (let i = 0; i < res.rawHeaders.length; i += 2) {
+          const name = res.rawHeaders[i]!.toLowerCase();
+          if (!UNSTABLE.has(name)) stableHeaders.push(`${name}: ${res.rawHeaders[i + 1]}`);
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, stableHeaders, body: Buffer.concat(chunks).toString('utf8') });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+export const settleBody = (o: Record<string, unknown>) => JSON.stringify(o);

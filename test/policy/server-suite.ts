@@ -1,0 +1,210 @@
+/**
+ * The ext_authz + settle HTTP server (DESIGN.md §4) over real sockets, on a real store.
+ * Run once per backend by server.sqlite.test.ts and server.postgres.test.ts.
+ */
+import type { Test } from 'tap';
+import { loadConfig } from '../../lib/config.ts';
+import { createLogger } from '../../lib/log.ts';
+import { createKey } from '../../policy/keys.ts';
+import { BUILT_IN_PLANS } from '../../policy/plans.ts';
+import { createPolicyServer } from '../../policy/server.ts';
+import { type StoreKind, fakeClock, storeHome } from './stores.ts';
+import { request } from './http.ts';
+
+const PLANS = { ...BUILT_IN_PLANS, tiny: { monthlyQuota: 2, perMinute: 3, concurrentRenders: 1 } };
+
+async function serve(t: Test, kind: StoreKind, timeoutMs?: number) {
+  const home = await storeHome(kind);
+  const lines: string[] = [];
+  const logger = createLogger('policy', { level: 'debug', sink: (l) => lines.push(l) });
+  const clock = fakeClock('2026-08-31T23:59:00Z');
+  const store = home.open(timeoutMs);
+  const config = loadConfig({ PORT: '0', TINTYPE_RENDER_TIMEOUT_MS: '5000', TINTYPE_LEASE_GRACE_MS: '1000', ...home.env });
+  const server = createPolicyServer({ config, logger, store, plans: PLANS, clock: clock.now, host: '127.0.0.1' });
+  await server.start();
+  t.teardown(async () => {
+    await server.stop();
+    await home.drop();
+  });
+  const port = server.address().port;
+  const key = (plan: string) => createKey(store, PLANS, { plan, now: clock.now() });
+  return { home, server, port, store, clock, lines, key };
+}
+
+export function serverSuite(t: Test, kind: StoreKind): void {
+  t.test('allow: 200 with lease, key id and rate position; no secret anywhere', async (t) => {
+    const { port, key, lines } = await serve(t, kind);
+    const k = await key('starter');
+    const r = await request(port, 'GET', '/authz/v1/ping', { authorization: `Bearer ${k.secret}`, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+    t.equal(r.status, 200);
+    t.match(r.headers['x-tintype-lease'], /^[A-Za-z0-9_-]{16,}$/);
+    t.equal(r.headers['x-tintype-key'], k.id);
+    t.equal(r.headers['x-ratelimit-limit'], '120');
+    t.equal(r.headers['x-ratelimit-remaining'], '119');
+    t.equal(r.body, '');
+    for (const op of [['POST', '/authz/v1/screenshot'], ['POST', '/authz/v1/html-to-image'], ['POST', '/authz/v1/pdf'], ['GET', '/authz/v1/og?template=title&title=Hi']]) {
+      const a = await request(port, op[0]!, op[1]!, { authorization: `Bearer ${k.secret}` }, op[0] === 'POST' ? '' : undefined);
+      t.equal(a.status, 200, op.join(' '));
+      const s = await request(port, 'POST', '/settle', { 'content-type': 'application/json' },
+        JSON.stringify({ lease: a.headers['x-tintype-lease'], status: 200, cache: 'miss' }));
+      t.equal(s.status, 204);
+    }
+    t.ok(lines.length > 0, 'the server logged');
+    t.notOk(lines.some((l) => l.includes(k.secret) || l.includes(k.secret.slice(3))), 'no log line holds the secret');
+  });
+
+  t.test('unknown paths and wrong methods are refused before any key work', async (t) => {
+    const { port, key } = await serve(t, kind);
+    const k = await key('starter');
+    const rows: Array<[string, string, number, string]> = [
+      ['GET', '/authz/v1/nothing', 404, 'not_found'],
+      ['GET', '/authz/', 404, 'not_found'],
+      ['GET', '/authz/v2/ping', 404, 'not_found'],
+      ['GET', '/authz/v1/ping/', 404, 'not_found'],
+      ['POST', '/authz/v1/ping', 405, 'method_not_allowed'],
+      ['GET', '/authz/v1/screenshot', 405, 'method_not_allowed'],
+      ['GET', '/v1/ping', 404, 'not_found'],
+    ];
+    for (const [method, path, status, error] of rows) {
+      const r = await request(port, method, path, { authorization: `Bearer ${k.secret}` });
+      t.equal(r.status, status, `${method} ${path}`);
+      t.same(JSON.parse(r.body), { error }, `${method} ${path}`);
+      t.equal(r.headers['x-tintype-lease'], undefined);
+    }
+  });
+
+  t.test('missing, malformed, unknown and revoked keys get byte-identical 401s; never a query key', async (t) => {
+    const { port, key, store, lines } = await serve(t, kind);
+    const k = await key('pro');
+    const revoked = await key('pro');
+    await store.revokeKey(revoked.id, Date.now());
+    const cases: Array<[string, string, Record<string, string>]> = [
+      ['missing', '/authz/v1/ping', {}],
+      ['malformed', '/authz/v1/ping', { authorization: `Bearer ${k.secret}!` }],
+      ['unknown', '/authz/v1/ping', { authorization: `Bearer sk_${'x'.repeat(43)}` }],
+      ['revoked', '/authz/v1/ping', { authorization: `Bearer ${revoked.secret}` }],
+      ['query string key', `/authz/v1/og?template=title&title=a&api_key=${k.secret}`, {}],
+      ['query string bearer', `/authz/v1/ping?authorization=Bearer%20${k.secret}`, {}],
+    ];
+    const replies = [];
+    for (const [name, path, headers] of cases) {
+      const r = await request(port, 'GET', path, headers);
+      replies.push(r);
+      t.equal(r.status, 401, name);
+    }
+    const first = replies[0]!;
+    t.same(first.stableHeaders, ['content-type: application/json; charset=utf-8', 'www-authenticate: Bearer', 'content-length: 24']);
+    t.equal(first.body, '{"error":"unauthorized"}');
+    replies.forEach((r, i) => {
+      t.same(r.stableHeaders, first.stableHeaders, `${cases[i]![0]}: same headers`);
+      t.equal(r.body, first.body, `${cases[i]![0]}: same bytes`);
+    });
+    t.notOk(lines.some((l) => l.includes(k.secret.slice(3)) || l.includes(revoked.secret.slice(3))), 'no secret logged');
+  });
+
+  t.test('429 answers carry their fields, retry-after and the rate position', async (t) => {
+    const { port, key, clock } = await serve(t, kind);
+    const k = await key('tiny'); // 2 a month, 3 a minute, 1 render
+    const auth = { authorization: `Bearer ${k.secret}` };
+    const first = await request(port, 'GET', '/authz/v1/og?template=title&title=a', auth);
+    t.equal(first.status, 200);
+    const busy = await request(port, 'POST', '/authz/v1/pdf', auth);
+    t.equal(busy.status, 429);
+    t.same(JSON.parse(busy.body), { error: 'concurrent_limit', limit: 1 });
+    t.equal(busy.headers['x-ratelimit-remaining'], '1');
+    const ping = await request(port, 'GET', '/authz/v1/ping', auth);
+    t.equal(ping.status, 200);
+    clock.set('2026-08-31T23:59:45.250Z');
+    const limited = await request(port, 'GET', '/authz/v1/ping', auth);
+    t.equal(limited.status, 429);
+    t.same(JSON.parse(limited.body), { error: 'rate_limited', limit: 3, windowSec: 60, retryAfterSec: 15 });
+    t.equal(limited.headers['retry-after'], '15');
+    t.equal(limited.headers['x-ratelimit-limit'], '3');
+    t.equal(limited.headers['x-ratelimit-remaining'], '0');
+    clock.set('2026-08-31T23:59:59Z');
+    t.equal((await request(port, 'GET', '/authz/v1/ping', auth)).status, 429, 'same window, still limited');
+    clock.set('2026-09-01T00:00:00Z');
+    const settled = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: first.headers['x-tintype-lease'], status: 200, cache: 'hit' }));
+    t.equal(settled.status, 204);
+    clock.set('2026-08-31T23:59:59.500Z'); // still August for the quota
+    clock.set('2026-09-01T00:00:30Z');
+    const fresh = await request(port, 'GET', '/authz/v1/ping', auth);
+    t.equal(fresh.status, 200, 'a new month and window');
+  });
+
+  t.test('quota_exceeded over HTTP', async (t) => {
+    const { port, key, clock } = await serve(t, kind);
+    const k = await key('tiny');
+    const auth = { authorization: `Bearer ${k.secret}` };
+    for (let i = 0; i < 2; i++) t.equal((await request(port, 'GET', '/authz/v1/ping', auth)).status, 200);
+    clock.set('2026-08-31T23:59:59Z');
+    const r = await request(port, 'GET', '/authz/v1/ping', auth);
+    t.equal(r.status, 429);
+    t.same(JSON.parse(r.body), { error: 'quota_exceeded', limit: 2, month: '2026-08', resetsAt: '2026-09-01T00:00:00.000Z' });
+    t.equal(r.headers['retry-after'], undefined, 'retry-after belongs to rate_limited and busy only');
+    t.equal(r.headers['x-ratelimit-remaining'], '0');
+  });
+
+  t.test('settle over HTTP: 204, idempotent, unknown 404, malformed 400, GET 405', async (t) => {
+    const { port, key, store } = await serve(t, kind);
+    const k = await key('pro');
+    const a = await request(port, 'POST', '/authz/v1/screenshot', { authorization: `Bearer ${k.secret}` });
+    const lease = a.headers['x-tintype-lease'];
+    const body = JSON.stringify({ lease, status: 504, error: 'render_timeout' });
+    t.equal((await request(port, 'POST', '/settle', { 'content-type': 'application/json' }, body)).status, 204);
+    t.equal((await request(port, 'POST', '/settle', { 'content-type': 'application/json' }, body)).status, 204, 'again: 204');
+    t.match(await store.usage(k.id), [{ status: 504, error: 'render_timeout', metered: true, operation: 'screenshot' }]);
+    t.equal((await store.usage(k.id)).length, 1);
+    const unknown = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: 'nope', status: 200 }));
+    t.equal(unknown.status, 404);
+    for (const bad of ['', '{', '[]', JSON.stringify({ lease, status: 'ok' })]) {
+      const r = await request(port, 'POST', '/settle', {}, bad);
+      t.equal(r.status, 400, bad);
+      t.equal(JSON.parse(r.body).success, false);
+    }
+    t.equal((await request(port, 'POST', '/settle', {}, 'x'.repeat(5000))).status, 413);
+    t.equal((await request(port, 'GET', '/settle')).status, 405);
+  });
+
+  t.test('health: live always, ready when the store answers', async (t) => {
+    const { port } = await serve(t, kind);
+    const live = await request(port, 'GET', '/healthz/live');
+    t.equal(live.status, 200);
+    const ready = await request(port, 'GET', '/healthz/ready');
+    t.equal(ready.status, 200);
+    const metrics = await request(port, 'GET', '/metrics');
+    t.equal(metrics.status, 200);
+    t.match(metrics.body, /tintype_policy_checks_total/);
+  });
+
+  t.test('a store that cannot answer fails closed: 503 busy, nothing granted, nothing metered', async (t) => {
+    const { port, key, home, store, clock } = await serve(t, kind, 300);
+    const k = await key('pro');
+    const auth = { authorization: `Bearer ${k.secret}` };
+    const before = await request(port, 'POST', '/authz/v1/pdf', auth);
+    t.equal(before.status, 200);
+    const unlock = await home.lockAll();
+    let r;
+    try {
+      r = await request(port, 'POST', '/authz/v1/pdf', auth);
+      const s = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: before.headers['x-tintype-lease'], status: 200, cache: 'miss' }));
+      t.equal(s.status, 503, 'a settle that cannot be written is not acknowledged');
+      t.equal(JSON.parse(s.body).error, 'busy');
+      const ready = await request(port, 'GET', '/healthz/ready');
+      t.equal(ready.status, 503, 'not ready while the store cannot answer');
+    } finally {
+      await unlock();
+    }
+    t.equal(r.status, 503);
+    t.equal(r.body, '{"error":"busy"}');
+    t.equal(r.headers['retry-after'], '1');
+    t.equal(r.headers['x-tintype-lease'], undefined, 'nothing granted');
+    t.equal(await store.inFlight(k.id), 1, 'only the lease granted before');
+    t.equal(await store.monthUsed(k.id, '2026-08'), 1);
+    t.same(await store.usage(k.id), [], 'nothing recorded');
+    const s = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: before.headers['x-tintype-lease'], status: 200, cache: 'miss' }));
+    t.equal(s.status, 204, 'the retried settle lands once the store is back');
+    t.equal((await store.usage(k.id)).length, 1);
+    void clock;
+  });
+}
