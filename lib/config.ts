@@ -50,6 +50,10 @@ export interface Config {
   sqliteSync: 'normal' | 'full';
   /** PostgreSQL connections policy keeps open at most. */
   pgPoolSize: number;
+  /** Worker threads that draw Open Graph cards (spec 4.5; drawing blocks its thread). */
+  ogThreads: number;
+  /** Cards that may wait for a drawing thread; one more is answered 503 `busy`. */
+  ogQueue: number;
   otelEndpoint: string | undefined;
   otelServiceName: string | undefined;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
@@ -135,6 +139,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     leaseGraceMs: integer(env, 'TINTYPE_LEASE_GRACE_MS', 15_000, 0, 600_000),
     sqliteSync: oneOf(env, 'TINTYPE_SQLITE_SYNC', ['normal', 'full'] as const, 'normal'),
     pgPoolSize: integer(env, 'TINTYPE_PG_POOL', 10, 1, 200),
+    ogThreads: integer(env, 'TINTYPE_OG_THREADS', 2, 1, 64),
+    ogQueue: integer(env, 'TINTYPE_OG_QUEUE', 64, 0, 100_000),
     otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http', 'https']) ??
       url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http', 'https']),
     otelServiceName: raw(env, 'OTEL_SERVICE_NAME'),
