@@ -1,0 +1,73 @@
+/**
+ * Which Chromium, and with which switches (DESIGN.md §5: every context through the guard,
+ * `<-loopback>` bypassed nothing, no QUIC, no non-proxied UDP for WebRTC, no name resolved by
+ * Chromium itself).
+ */
+import { existsSync, realpathSync } from 'node:fs';
+import type { Config } from '../../lib/config.ts';
+
+/** Candidates in order of preference; the headless shell is much faster for this work. */
+const CANDIDATES = [
+  // The Debian wrapper in /usr/bin is a shell script that forks instead of exec'ing; the binary
+  // behind it keeps the process tree flat (one process group, one pid to supervise).
+  '/usr/lib/chromium/chromium-headless-shell',
+  '/usr/bin/chromium-headless-shell',
+  '/usr/lib/chromium/chromium',
+  '/usr/bin/chromium',
+];
+
+/** The Chromium binary: `CHROMIUM_PATH` when set, else the first installed candidate. */
+export function chromiumExecutable(config: Pick<Config, 'chromiumPath'>, exists: (p: string) => boolean = existsSync): string {
+  if (config.chromiumPath !== undefined) return config.chromiumPath;
+  const found = CANDIDATES.find((p) => exists(p));
+  if (found === undefined) throw new Error(`no Chromium found (${CANDIDATES.join(', ')}); set CHROMIUM_PATH`);
+  return found;
+}
+
+/** True for the headless shell, which takes the old `--headless` switch rather than `--headless=new`. */
+export function isHeadlessShell(executable: string): boolean {
+  let real = executable;
+  try {
+    real = realpathSync(executable);
+  } catch {
+    // a path that does not resolve is judged by its name
+  }
+  return /headless[-_]shell/.test(real);
+}
+
+/** The loopback address relays listen on; the one name Chromium may still resolve (an address). */
+export const RELAY_HOST = '127.0.0.1';
+
+/** Chromium's switches besides puppeteer's defaults. */
+export function chromiumArgs(options: { refuseProxy: string; runningAsRoot: boolean }): string[] {
+  const args = [
+    // The default context (Chromium's own traffic) goes to the refusing proxy, loopback included.
+    `--proxy-server=http://${options.refuseProxy}`,
+    '--proxy-bypass-list=<-loopback>',
+    '--disable-quic',
+    '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+    '--webrtc-ip-handling-policy=disable_non_proxied_udp',
+    // Every name is resolved by the guard through the proxy; Chromium resolves none itself.
+    // The relays are reached by address, which the exclusion keeps usable.
+    `--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE ${RELAY_HOST}`,
+    '--dns-prefetch-disable',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-domain-reliability',
+    '--disable-sync',
+    '--no-first-run',
+    '--no-default-browser-check',
+    '--no-pings',
+    '--disable-gpu',
+    '--disable-extensions',
+    '--mute-audio',
+  ];
+  // Chromium's sandbox refuses to start as root; the namespace and the proxy are the walls then.
+  if (options.runningAsRoot) args.push('--no-sandbox');
+  return args;
+}
+
+/** The options of every render's browser context: its lane relay as proxy, nothing bypassed. */
+export function contextOptions(laneAddress: string): { proxyServer: string; proxyBypassList: string[] } {
+  return { proxyServer: `http://${laneAddress}`, proxyBypassList: ['<-loopback>'] };
+}

@@ -1,0 +1,105 @@
+/**
+ * How the pool reaches the guard (DESIGN.md §4 "guard"): where its proxy listens, and how a
+ * render's refusal tally is read back. The guard itself is started by the caller.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import type { Config } from '../../lib/config.ts';
+import { isRejectReason } from '../../lib/errors.ts';
+import { RENDER_STATS_PATH, type RenderTally } from '../../lib/guard-contract.ts';
+
+/** Where the guard listens and how to read a render's tally. */
+export interface GuardEndpoint {
+  /** Unix socket of the guard's proxy. Required for netns isolation: the one path out of the namespace. */
+  socketPath?: string;
+  /** `http://host:port` of the guard over TCP (pod isolation, `GUARD_URL`). */
+  url?: string;
+  /**
+   * Reads and forgets a render's tally when the guard runs in this process. When absent, the
+   * pool asks `GET /renders/<token>` at the guard's listener (lib/guard-contract.ts).
+   */
+  takeTally?(token: string): RenderTally | Promise<RenderTally>;
+}
+
+/** The endpoint named by the settings (`GUARD_SOCKET`, `GUARD_URL`), for a guard started elsewhere. */
+export function guardEndpointFromConfig(config: Pick<Config, 'guardSocket' | 'guardUrl'>): GuardEndpoint {
+  const endpoint: GuardEndpoint = {};
+  if (config.guardSocket !== undefined) endpoint.socketPath = config.guardSocket;
+  if (config.guardUrl !== undefined) endpoint.url = config.guardUrl;
+  return endpoint;
+}
+
+/** A plain description of where a new connection to the guard goes; it can cross a process boundary. */
+export type GuardAddress = { path: string } | { host: string; port: number };
+
+/**
+ * The address a relay dials. In netns isolation only the unix socket crosses the namespace
+ * (DESIGN.md §1); in pod isolation TCP to GUARD_URL is preferred, the socket otherwise.
+ */
+export function guardAddress(endpoint: GuardEndpoint, isolation: Config['isolation']): GuardAddress {
+  if (isolation === 'netns') {
+    if (endpoint.socketPath === undefined) {
+      throw new Error('netns isolation needs the guard on a unix socket (GUARD_SOCKET)');
+    }
+    return { path: endpoint.socketPath };
+  }
+  if (endpoint.url !== undefined) {
+    const u = new URL(endpoint.url);
+    return { host: u.hostname.replace(/^\[|\]$/g, ''), port: u.port === '' ? 80 : Number(u.port) };
+  }
+  if (endpoint.socketPath !== undefined) return { path: endpoint.socketPath };
+  throw new Error('the guard endpoint names neither a socket nor a URL');
+}
+
+/** Opens a connection to the guard. */
+export function dialGuard(address: GuardAddress): net.Socket {
+  return 'path' in address ? net.connect({ path: address.path }) : net.connect({ host: address.host, port: address.port });
+}
+
+const TALLY_TIMEOUT_MS = 3_000;
+
+/** Reads (and so clears) a render's tally from the guard's `GET /renders/<token>`. Rejects when the guard cannot answer. */
+export function fetchTally(address: GuardAddress, token: string): Promise<RenderTally> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(
+      {
+        ...('path' in address ? { socketPath: address.path } : { host: address.host, port: address.port }),
+        path: RENDER_STATS_PATH + encodeURIComponent(token),
+        agent: false,
+        timeout: TALLY_TIMEOUT_MS,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          if (res.statusCode !== 200) return reject(new Error(`guard tally answered ${res.statusCode}`));
+          try {
+            resolve(parseTally(JSON.parse(Buffer.concat(chunks).toString('utf8'))));
+          } catch (err) {
+            reject(err as Error);
+          }
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('guard tally timed out')));
+    req.on('error', reject);
+  });
+}
+
+/** Checks the shape of a tally answered by the guard. */
+export function parseTally(value: unknown): RenderTally {
+  const v = value as Partial<RenderTally> | null;
+  if (v === null || typeof v !== 'object' || !Number.isSafeInteger(v.blocked) || (v.blocked as number) < 0) {
+    throw new Error('guard tally has no valid blocked count');
+  }
+  const firstReason = isRejectReason(v.firstReason) ? v.firstReason : null;
+  return { blocked: v.blocked as number, firstReason };
+}
+
+/** The tally reader a pool uses: in-process when offered, else over HTTP. */
+export function tallyReader(endpoint: GuardEndpoint, address: GuardAddress): (token: string) => Promise<RenderTally> {
+  const take = endpoint.takeTally;
+  if (take !== undefined) return async (token) => parseTally(await take(token));
+  return (token) => fetchTally(address, token);
+}

@@ -1,0 +1,202 @@
+/**
+ * One running Chromium with its relays and its lanes. A lane is a browser context (with one
+ * page) prepared ahead of time against one lane relay, so a render never waits for a context
+ * to be created; each lane serves exactly one render and is then closed and prepared afresh
+ * (spec Part 1 rule 5: nothing survives a render).
+ */
+import type { Browser, BrowserContext, Page } from 'puppeteer-core';
+import type { Logger } from '../../lib/log.ts';
+import { contextOptions } from './chromium.ts';
+import type { RelaySet } from './relay-set.ts';
+
+/** A prepared browser context bound to one lane relay. */
+export interface Lane {
+  readonly index: number;
+  readonly address: string;
+  context: BrowserContext | undefined;
+  page: Page | undefined;
+}
+
+/** Thrown to lane waiters when their browser died or was retired: they try the current one. */
+export const INSTANCE_GONE = new Error('browser instance gone');
+
+const CONTEXT_CLOSE_TIMEOUT_MS = 5_000;
+const PREPARE_RETRY_MS = 250;
+
+export class BrowserInstance {
+  /** Renders started on this browser. */
+  renders = 0;
+  /** Renders holding one of its lanes right now. */
+  inFlight = 0;
+  /** A replacement has been ordered (recycle or memory); it keeps serving until that one is up. */
+  replacing = false;
+  /** No new render may take a lane; the browser closes once `inFlight` is 0. */
+  retired = false;
+  /** The browser is gone (crash, kill, or closed on purpose). */
+  dead = false;
+  /** Closed on purpose: its disconnection is no crash. */
+  closing = false;
+
+  private readonly lanes: Lane[];
+  private readonly ready: Lane[] = [];
+  private readonly waiters = new Set<{ resolve: (lane: Lane) => void; reject: (err: unknown) => void }>();
+  private readonly deathHooks = new Set<() => void>();
+  private idleHooks: Array<() => void> = [];
+
+  constructor(
+    readonly generation: number,
+    readonly browser: Browser,
+    readonly pid: number,
+    readonly relays: RelaySet,
+    private readonly logger: Logger,
+    /** Fails the whole browser (a context it cannot close means it is no longer trustworthy). */
+    private readonly fail: (reason: string) => void,
+  ) {
+    this.lanes = relays.laneAddresses.map((address, index) => ({ index, address, context: undefined, page: undefined }));
+  }
+
+  /** Starts preparing every lane. */
+  prepareAll(): void {
+    for (const lane of this.lanes) this.prepare(lane);
+  }
+
+  /** The next prepared lane; waits for one while all are in use or being prepared. */
+  take(signal: AbortSignal): Promise<Lane> {
+    if (this.dead || this.retired) return Promise.reject(INSTANCE_GONE);
+    const lane = this.ready.shift();
+    if (lane !== undefined) return Promise.resolve(lane);
+    return new Promise<Lane>((resolve, reject) => {
+      const waiter = {
+        resolve: (l: Lane) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(l);
+        },
+        reject: (err: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      };
+      const onAbort = (): void => {
+        this.waiters.delete(waiter);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.waiters.add(waiter);
+    });
+  }
+
+  /**
+   * Ends a lane's render: its context is closed (the cleanup, STYLE.md habit 8) and a fresh one
+   * prepared in its place. The caller has already cut the lane's relay connections.
+   */
+  async release(lane: Lane): Promise<void> {
+    const context = lane.context;
+    lane.context = undefined;
+    lane.page = undefined;
+    if (context !== undefined) {
+      const closed = await withTimeout(context.close(), CONTEXT_CLOSE_TIMEOUT_MS).then(
+        () => true,
+        () => false,
+      );
+      if (!closed && !this.dead) {
+        this.logger.warn('browser.context_close_failed', { generation: this.generation });
+        this.fail('context_close_failed');
+        return;
+      }
+    }
+    this.prepare(lane);
+  }
+
+  /** Runs `hook` when the browser dies; returns the way to cancel it. */
+  onDeath(hook: () => void): () => void {
+    if (this.dead) {
+      hook();
+      return () => {};
+    }
+    this.deathHooks.add(hook);
+    return () => this.deathHooks.delete(hook);
+  }
+
+  /** Resolves once no render holds a lane. */
+  idle(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleHooks.push(resolve));
+  }
+
+  /** Called by the pool when a render leaves this browser. */
+  renderEnded(): void {
+    this.inFlight -= 1;
+    if (this.inFlight === 0) {
+      const hooks = this.idleHooks;
+      this.idleHooks = [];
+      for (const h of hooks) h();
+    }
+  }
+
+  /** Takes no new renders; prepared lanes are closed; waiters go to the pool's current browser. */
+  retire(): void {
+    if (this.retired) return;
+    this.retired = true;
+    this.rejectWaiters();
+    for (const lane of this.ready.splice(0)) void lane.context?.close().catch(() => {});
+  }
+
+  /** The browser is gone: renders on it fail at once, waiters move on. */
+  markDead(): void {
+    if (this.dead) return;
+    this.dead = true;
+    this.rejectWaiters();
+    for (const hook of this.deathHooks) hook();
+    this.deathHooks.clear();
+    const hooks = this.idleHooks;
+    this.idleHooks = [];
+    for (const h of hooks) h();
+  }
+
+  private rejectWaiters(): void {
+    for (const w of this.waiters) w.reject(INSTANCE_GONE);
+    this.waiters.clear();
+  }
+
+  private prepare(lane: Lane): void {
+    if (this.dead || this.retired) return;
+    void (async () => {
+      const context = await this.browser.createBrowserContext(contextOptions(lane.address));
+      let page: Page;
+      try {
+        page = await context.newPage();
+      } catch (err) {
+        await context.close().catch(() => {});
+        throw err;
+      }
+      if (this.dead || this.retired) {
+        await context.close().catch(() => {});
+        return;
+      }
+      lane.context = context;
+      lane.page = page;
+      const waiter = this.waiters.values().next();
+      if (!waiter.done) {
+        this.waiters.delete(waiter.value);
+        waiter.value.resolve(lane);
+      } else {
+        this.ready.push(lane);
+      }
+    })().catch((err: unknown) => {
+      if (this.dead || this.retired) return;
+      this.logger.warn('browser.prepare_failed', { generation: this.generation, detail: (err as Error).message });
+      setTimeout(() => this.prepare(lane), PREPARE_RETRY_MS).unref();
+    });
+  }
+}
+
+/** Rejects when `promise` takes longer than `ms`. */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('timed out')), ms);
+    promise.then(
+      (v) => (clearTimeout(timer), resolve(v)),
+      (e: unknown) => (clearTimeout(timer), reject(e)),
+    );
+  });
+}

@@ -1,0 +1,427 @@
+/**
+ * The Chromium pool (issue 5 "Chromium"; DESIGN.md §1, §5): a bounded number of render slots
+ * on one warm browser, a fresh context per render prepared ahead, every context proxied
+ * through its lane relay to the guard, and a supervisor that replaces the browser after N
+ * renders, past a memory bound, or when it crashes. Nothing renders until the self-test passed.
+ */
+import { trace } from '@opentelemetry/api';
+import puppeteer from 'puppeteer-core';
+import type { RenderTally } from '../../lib/guard-contract.ts';
+import { newRenderToken } from '../../lib/guard-contract.ts';
+import { ServiceError } from '../../lib/errors.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { Counter } from '../../lib/metrics.ts';
+import { chromiumArgs, chromiumExecutable, isHeadlessShell } from './chromium.ts';
+import { dialGuard, guardAddress, tallyReader, type GuardAddress } from './guard-endpoint.ts';
+import { BrowserInstance, INSTANCE_GONE, withTimeout, type Lane } from './instance.ts';
+import { prepareNetnsLaunch, type NetnsLaunch } from './netns-launcher.ts';
+import { killTree, treeRssBytes } from './process-tree.ts';
+import type { RelaySet } from './relay-set.ts';
+import { startRelays } from './relay-set.ts';
+import { runSelfTest } from './self-test.ts';
+import type { BrowserPool, BrowserPoolOptions, LaunchBrowser, PoolStats, RenderJob, RenderResult } from './types.ts';
+
+/** Lanes (prepared contexts) per slot: one rendering, one ready for the slot's next render. */
+const LANES_PER_SLOT = 2;
+const LAUNCH_TIMEOUT_MS = 30_000;
+const BROWSER_CLOSE_TIMEOUT_MS = 5_000;
+const MEMORY_CHECK_MS = 5_000;
+const SELF_TEST_RETRY_MS = 5_000;
+const SELF_TEST_BUDGET_MS = 20_000;
+const RELAUNCH_BACKOFF_MS = [250, 1_000, 5_000, 15_000];
+const STOP_DRAIN_MS = 10_000;
+
+const tracer = trace.getTracer('tintype');
+
+/** Creates a pool; call start() before render(). */
+export function createBrowserPool(options: BrowserPoolOptions): BrowserPool {
+  return new Pool(options);
+}
+
+function abortError(): Error {
+  return new DOMException('the client went away', 'AbortError');
+}
+
+/** Settles like `promise`, or rejects with the signal's reason as soon as it aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
+      (e: unknown) => (signal.removeEventListener('abort', onAbort), reject(e)),
+    );
+  });
+}
+
+class Pool implements BrowserPool {
+  private readonly config: BrowserPoolOptions['config'];
+  private readonly logger: Logger;
+  private readonly launchBrowser: LaunchBrowser;
+  private readonly lanes: number;
+  private readonly restartsCounter: Counter | undefined;
+
+  private executable = '';
+  private guard: GuardAddress | undefined;
+  private readTally: ((token: string) => Promise<RenderTally>) | undefined;
+  private podRelays: RelaySet | undefined;
+
+  private current: BrowserInstance | undefined;
+  private launching: Promise<BrowserInstance> | undefined;
+  private readonly live = new Set<BrowserInstance>();
+  private generation = 0;
+  private launchFailures = 0;
+
+  private busy = 0;
+  private renders = 0;
+  private restarts = 0;
+  private verified = false;
+  private started = false;
+  private stopped = false;
+  private lastRssBytes = 0;
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(private readonly options: BrowserPoolOptions) {
+    this.config = options.config;
+    this.logger = options.logger.child({ component: 'browser' });
+    this.launchBrowser = options.launch ?? ((o) => puppeteer.launch(o));
+    this.lanes = this.config.slots * LANES_PER_SLOT;
+    const registry = options.registry;
+    if (registry !== undefined) {
+      registry.gauge('tintype_render_slots', 'Render slots of this renderer.').set(this.config.slots);
+      const busyGauge = registry.gauge('tintype_render_slots_busy', 'Render slots in use.');
+      busyGauge.collect(() => busyGauge.set(this.busy));
+      const rss = registry.gauge('tintype_browser_rss_bytes', "Resident memory of Chromium's processes (upper bound).");
+      rss.collect(() => rss.set(this.lastRssBytes));
+      const verified = registry.gauge('tintype_guard_verified', '1 once the start-up self-test passed.');
+      verified.collect(() => verified.set(this.verified ? 1 : 0));
+      this.restartsCounter = registry.counter('tintype_browser_restarts_total', 'Chromium restarts by reason.');
+    }
+  }
+
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    this.executable = chromiumExecutable(this.config);
+    this.guard = guardAddress(this.options.guard, this.config.isolation);
+    this.readTally = tallyReader(this.options.guard, this.guard);
+    if (this.config.isolation === 'pod') {
+      const guard = this.guard;
+      this.podRelays = await startRelays({ lanes: this.lanes, dial: () => dialGuard(guard) });
+    }
+    await this.relaunch();
+    this.every(MEMORY_CHECK_MS, () => this.checkMemory());
+    await this.verify();
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    this.timers.clear();
+    const deadline = Date.now() + STOP_DRAIN_MS;
+    while (this.busy > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await this.launching?.catch(() => undefined);
+    await Promise.all([...this.live].map((inst) => this.closeInstance(inst)));
+    await this.podRelays?.close();
+  }
+
+  healthy(): boolean {
+    return this.started && !this.stopped && (this.current !== undefined || this.launching !== undefined);
+  }
+
+  selfTestPassed(): boolean {
+    return this.verified;
+  }
+
+  stats(): PoolStats {
+    return { slots: this.config.slots, busy: this.busy, renders: this.renders, restarts: this.restarts };
+  }
+
+  render<T>(job: RenderJob<T>): Promise<RenderResult<T>> {
+    if (!this.verified) return Promise.reject(new ServiceError('guard_unverified'));
+    return this.renderOnSlot(job);
+  }
+
+  /** The render path itself, also used by the self-test before the pool is verified. */
+  private async renderOnSlot<T>(job: RenderJob<T>): Promise<RenderResult<T>> {
+    if (this.stopped || !this.started || this.busy >= this.config.slots) throw new ServiceError('busy');
+    this.busy += 1;
+    const control = new AbortController();
+    const timer = setTimeout(() => control.abort(new ServiceError('render_timeout')), Math.max(0, job.deadline - Date.now()));
+    const onClientGone = (): void => control.abort(job.signal?.reason ?? abortError());
+    if (job.signal?.aborted) onClientGone();
+    job.signal?.addEventListener('abort', onClientGone, { once: true });
+    let inst: BrowserInstance | undefined;
+    let lane: Lane | undefined;
+    let cancelDeathHook = (): void => {};
+    try {
+      ({ inst, lane } = await this.acquire(control.signal));
+      const instance = inst;
+      const page = lane.page!;
+      cancelDeathHook = inst.onDeath(() => control.abort(new ServiceError('render_failed')));
+      const token = newRenderToken();
+      await untilAborted(inst.relays.setToken(lane.index, token), control.signal);
+      const total: RenderTally = { blocked: 0, firstReason: null };
+      const tally = async (): Promise<RenderTally> => {
+        const part = await this.readTally!(token);
+        total.blocked += part.blocked;
+        total.firstReason ??= part.firstReason;
+        return { ...total };
+      };
+      const work = job.run({ page, signal: control.signal, tally });
+      work.catch(() => {}); // once aborted, the page's calls reject on their own
+      const value = await untilAborted(work, control.signal);
+      // Cut the lane before the final count, so nothing more is counted for this render.
+      await untilAborted(instance.relays.setToken(lane.index, undefined), control.signal);
+      let final: RenderTally;
+      try {
+        final = await untilAborted(tally(), control.signal);
+      } catch (err) {
+        if (control.signal.aborted) throw err;
+        this.logger.error('guard.tally_failed', { detail: (err as Error).message });
+        throw new ServiceError('render_failed');
+      }
+      return { value, tally: final };
+    } catch (err) {
+      if (control.signal.aborted) throw control.signal.reason;
+      if (err === INSTANCE_GONE) throw new ServiceError('render_failed');
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      job.signal?.removeEventListener('abort', onClientGone);
+      cancelDeathHook();
+      this.busy -= 1;
+      if (inst !== undefined && lane !== undefined) this.endRender(inst, lane);
+    }
+  }
+
+  /** Waits (inside the render's budget) for the current browser and one of its prepared lanes. */
+  private async acquire(signal: AbortSignal): Promise<{ inst: BrowserInstance; lane: Lane }> {
+    const span = tracer.startSpan('slot.wait');
+    try {
+      for (;;) {
+        signal.throwIfAborted();
+        let inst = this.current;
+        if (inst === undefined) {
+          try {
+            inst = await untilAborted(this.relaunch(), signal);
+          } catch (err) {
+            if (signal.aborted) throw err;
+            throw new ServiceError('render_failed');
+          }
+        }
+        try {
+          const lane = await inst.take(signal);
+          inst.inFlight += 1;
+          inst.renders += 1;
+          this.renders += 1;
+          if (inst.renders >= this.config.recycleAfterRenders) this.replace(inst, 'recycle');
+          return { inst, lane };
+        } catch (err) {
+          if (err !== INSTANCE_GONE) throw err;
+        }
+      }
+    } finally {
+      span.end();
+    }
+  }
+
+  /** After a render, in the background: the lane's connections are cut, its context closed and a fresh one prepared. */
+  private endRender(inst: BrowserInstance, lane: Lane): void {
+    void (async () => {
+      if (!inst.dead) await inst.relays.setToken(lane.index, undefined).catch(() => {});
+      await inst.release(lane);
+    })().finally(() => {
+      inst.renderEnded();
+    });
+  }
+
+  /** Launches a browser (once at a time) and makes it current. */
+  private relaunch(): Promise<BrowserInstance> {
+    if (this.launching !== undefined) return this.launching;
+    const launching = this.launchInstance().then(
+      (inst) => {
+        this.launching = undefined;
+        this.launchFailures = 0;
+        if (this.stopped) {
+          void this.closeInstance(inst);
+          throw new ServiceError('busy');
+        }
+        const previous = this.current;
+        this.current = inst;
+        if (previous !== undefined && previous !== inst) this.retireInstance(previous);
+        return inst;
+      },
+      (err: unknown) => {
+        this.launching = undefined;
+        this.launchFailures += 1;
+        this.logger.error('browser.launch_failed', { detail: (err as Error).message, failures: this.launchFailures });
+        if (!this.stopped && this.current === undefined) {
+          const delay = RELAUNCH_BACKOFF_MS[Math.min(this.launchFailures - 1, RELAUNCH_BACKOFF_MS.length - 1)]!;
+          this.after(delay, () => void this.relaunch().catch(() => {}));
+        }
+        throw err;
+      },
+    );
+    this.launching = launching;
+    return launching;
+  }
+
+  private async launchInstance(): Promise<BrowserInstance> {
+    const generation = ++this.generation;
+    let netns: NetnsLaunch | undefined;
+    let relays: RelaySet;
+    let refuseProxy: string;
+    let executablePath = this.executable;
+    if (this.config.isolation === 'netns') {
+      netns = await prepareNetnsLaunch({
+        chromiumPath: this.executable,
+        lanes: this.lanes,
+        guard: this.guard!,
+        logger: this.logger,
+      });
+      executablePath = netns.executablePath;
+      refuseProxy = netns.refuseAddress;
+    } else {
+      relays = this.podRelays!;
+      refuseProxy = relays.refuseAddress;
+    }
+    let browser;
+    try {
+      browser = await this.launchBrowser({
+        executablePath,
+        pipe: true,
+        headless: isHeadlessShell(this.executable) ? 'shell' : true,
+        args: chromiumArgs({ refuseProxy, runningAsRoot: process.getuid?.() === 0 }),
+        defaultViewport: null,
+        handleSIGINT: false,
+        handleSIGTERM: false,
+        handleSIGHUP: false,
+        timeout: LAUNCH_TIMEOUT_MS,
+      });
+    } catch (err) {
+      await netns?.dispose();
+      throw err;
+    }
+    const pid = browser.process()?.pid ?? 0;
+    if (netns !== undefined) {
+      try {
+        relays = await netns.relays;
+      } catch (err) {
+        if (pid > 0) killTree(pid);
+        await netns.dispose();
+        throw err;
+      }
+    }
+    const inst = new BrowserInstance(generation, browser, pid, relays!, this.logger, (reason) =>
+      this.onLost(inst, reason),
+    );
+    const disposeNetns = netns;
+    if (disposeNetns !== undefined) {
+      void browser.process()?.once('exit', () => void disposeNetns.dispose());
+      void relays!.lost.then(() => this.onLost(inst, 'relay_lost'));
+    }
+    browser.on('disconnected', () => this.onLost(inst, 'crash'));
+    this.live.add(inst);
+    inst.prepareAll();
+    this.logger.info('browser.started', { generation, isolation: this.config.isolation, lanes: this.lanes });
+    return inst;
+  }
+
+  /** The browser died or became untrustworthy: fail its renders now, reap it, replace it. */
+  private onLost(inst: BrowserInstance, reason: string): void {
+    if (inst.dead) return;
+    inst.markDead();
+    this.live.delete(inst);
+    if (inst.pid > 0) killTree(inst.pid);
+    void inst.relays.close().catch(() => {});
+    if (inst.closing) return;
+    this.logger.warn('browser.lost', { generation: inst.generation, reason });
+    this.countRestart(reason);
+    if (this.current === inst) {
+      this.current = undefined;
+      if (!this.stopped) void this.relaunch().catch(() => {});
+    }
+  }
+
+  /** Orders a replacement; the old browser serves until the new one is up, then drains and closes. */
+  private replace(inst: BrowserInstance, reason: 'recycle' | 'memory'): void {
+    if (inst.replacing || inst.dead || this.stopped) return;
+    inst.replacing = true;
+    this.logger.info('browser.replacing', { generation: inst.generation, reason, renders: inst.renders });
+    this.countRestart(reason);
+    void this.relaunch().catch(() => {
+      inst.replacing = false; // try again on the next trigger
+    });
+  }
+
+  private retireInstance(inst: BrowserInstance): void {
+    inst.retire();
+    void inst.idle().then(() => this.closeInstance(inst));
+  }
+
+  private async closeInstance(inst: BrowserInstance): Promise<void> {
+    if (inst.closing) return;
+    inst.closing = true;
+    inst.retire();
+    this.live.delete(inst);
+    if (this.current === inst) this.current = undefined;
+    await withTimeout(inst.browser.close(), BROWSER_CLOSE_TIMEOUT_MS).catch(() => undefined);
+    if (inst.pid > 0) killTree(inst.pid);
+    inst.markDead();
+    if (inst.relays !== this.podRelays) await inst.relays.close().catch(() => undefined);
+  }
+
+  private countRestart(reason: string): void {
+    this.restarts += 1;
+    this.restartsCounter?.inc({ reason });
+  }
+
+  private checkMemory(): void {
+    const inst = this.current;
+    if (inst === undefined || inst.pid <= 0 || inst.dead) return;
+    this.lastRssBytes = treeRssBytes(inst.pid);
+    if (this.lastRssBytes > this.config.browserMaxRssMb * 1024 * 1024) {
+      this.logger.warn('browser.memory_bound', { generation: inst.generation, rssMb: Math.round(this.lastRssBytes / 1048576) });
+      this.replace(inst, 'memory');
+    }
+  }
+
+  /** Runs the self-test until it passes (spec Part 7 `guard_unverified` until then). */
+  private async verify(): Promise<void> {
+    if (this.stopped || this.verified) return;
+    const report = await runSelfTest({
+      render: (job) => this.renderOnSlot(job),
+      budgetMs: SELF_TEST_BUDGET_MS,
+      allowCidrs: this.config.guardAllowCidrs,
+    });
+    if (report.passed) {
+      this.verified = true;
+      this.logger.info('guard.self_test_passed', { blocked: report.blocked });
+      return;
+    }
+    this.logger.error('guard.self_test_failed', {
+      detail: report.failure,
+      canaryConnections: report.canaryConnections,
+      blocked: report.blocked,
+    });
+    this.after(SELF_TEST_RETRY_MS, () => void this.verify());
+  }
+
+  private every(ms: number, fn: () => void): void {
+    const t = setInterval(fn, ms);
+    t.unref();
+    this.timers.add(t);
+  }
+
+  private after(ms: number, fn: () => void): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, ms);
+    t.unref();
+    this.timers.add(t);
+  }
+}

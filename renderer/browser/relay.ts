@@ -1,0 +1,144 @@
+/**
+ * The renderer-side proxies Chromium talks to (DESIGN.md §4 "guard"). A lane relay forwards
+ * every request of the browser context bound to it to the guard, stamped with the
+ * `Proxy-Authorization` of the render that owns the lane right now; whatever the browser sent
+ * under that name is dropped. The refusing proxy is the launch-level `--proxy-server`: the
+ * default context (Chromium's own background traffic) lands there and never reaches the guard.
+ *
+ * Both run in the renderer (pod isolation) or in the relay process inside the browser's
+ * network namespace (netns isolation); this file has no notion of which.
+ */
+import http from 'node:http';
+import type net from 'node:net';
+
+/** Opens a fresh connection to the guard. */
+export type Dial = () => net.Socket;
+
+/** A lane's proxy listener and the switch that names its render. */
+export interface LaneRelay {
+  readonly server: http.Server;
+  /**
+   * Names the render owning the lane (a `Proxy-Authorization` value), or none between renders.
+   * Every open connection of the lane is cut, so nothing started under one name goes on under another.
+   */
+  setAuthorization(value: string | undefined): void;
+}
+
+const REFUSAL = 'HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
+const BAD_GATEWAY = 'HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
+
+/** Request headers that concern the hop to the proxy, not the target. */
+const HOP_REQUEST = new Set(['proxy-authorization', 'proxy-connection', 'connection', 'keep-alive']);
+/** Response headers the relay's own server manages for the browser's connection. */
+const HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection']);
+
+function refuse(res: http.ServerResponse): void {
+  res.writeHead(403, { 'content-length': '0', connection: 'close' });
+  res.end();
+}
+
+/** A proxy that refuses every request, CONNECT and upgrade without contacting anyone. */
+export function createRefusingProxy(): http.Server {
+  const server = http.createServer((_req, res) => refuse(res));
+  server.on('connect', (_req, socket: net.Socket) => socket.end(REFUSAL));
+  server.on('upgrade', (_req, socket: net.Socket) => socket.end(REFUSAL));
+  server.on('clientError', (_err, socket: net.Socket) => socket.destroy());
+  return server;
+}
+
+/** A lane relay forwarding to the guard reached by `dial`. */
+export function createLaneRelay(dial: Dial): LaneRelay {
+  let authorization: string | undefined;
+  const open = new Set<net.Socket>();
+  const track = (socket: net.Socket): net.Socket => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+    return socket;
+  };
+
+  const server = http.createServer((req, res) => {
+    const auth = authorization;
+    // Only absolute-form requests are proxy requests; anything else is not ours to forward.
+    if (auth === undefined || !/^https?:\/\//i.test(req.url ?? '')) {
+      req.resume();
+      return refuse(res);
+    }
+    const headers: Record<string, string | string[]> = {};
+    const raw = req.rawHeaders;
+    for (let i = 0; i + 1 < raw.length; i += 2) {
+      const name = raw[i]!;
+      if (HOP_REQUEST.has(name.toLowerCase())) continue;
+      const prev = headers[name];
+      headers[name] = prev === undefined ? raw[i + 1]! : ([] as string[]).concat(prev, raw[i + 1]!);
+    }
+    headers['Proxy-Authorization'] = auth;
+    headers['Connection'] = 'close';
+    const upstream = http.request({
+      createConnection: () => track(dial()),
+      method: req.method,
+      path: req.url,
+      headers,
+      setHost: false,
+    });
+    upstream.on('response', (answer) => {
+      const out: string[] = [];
+      const rawOut = answer.rawHeaders;
+      for (let i = 0; i + 1 < rawOut.length; i += 2) {
+        if (!HOP_RESPONSE.has(rawOut[i]!.toLowerCase())) out.push(rawOut[i]!, rawOut[i + 1]!);
+      }
+      res.writeHead(answer.statusCode ?? 502, out);
+      answer.pipe(res);
+      answer.on('error', () => res.destroy());
+    });
+    upstream.on('error', () => {
+      if (!res.headersSent) {
+        res.writeHead(502, { 'content-length': '0', connection: 'close' });
+        res.end();
+      } else {
+        res.destroy();
+      }
+    });
+    req.pipe(upstream);
+  });
+
+  server.on('connection', (socket: net.Socket) => {
+    track(socket);
+  });
+
+  server.on('connect', (req, client: net.Socket, head: Buffer) => {
+    const auth = authorization;
+    const target = req.url ?? '';
+    if (auth === undefined || !/^[^\s/@]+:\d{1,5}$/.test(target)) {
+      client.end(REFUSAL);
+      return;
+    }
+    const upstream = track(dial());
+    const fail = (): void => {
+      if (client.writable && upstream.bytesRead === 0) client.end(BAD_GATEWAY);
+      else client.destroy();
+      upstream.destroy();
+    };
+    upstream.once('error', fail);
+    client.on('error', () => upstream.destroy());
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    upstream.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: ${auth}\r\n\r\n`);
+    if (head.length > 0) upstream.write(head);
+    // The guard's answer (200 or a 403 with its reason) reaches the browser unchanged.
+    upstream.pipe(client);
+    client.pipe(upstream);
+  });
+
+  // Chromium tunnels WebSockets with CONNECT; a plain upgrade through the proxy is refused.
+  server.on('upgrade', (_req, socket: net.Socket) => socket.end(REFUSAL));
+  server.on('clientError', (_err, socket: net.Socket) => socket.destroy());
+
+  return {
+    server,
+    setAuthorization(value) {
+      authorization = value;
+      for (const socket of open) socket.destroy();
+      open.clear();
+    },
+  };
+}

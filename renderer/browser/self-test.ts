@@ -1,0 +1,177 @@
+/**
+ * The start-up self-test (issue 5, "Start-up self-test"; spec Part 7 `guard_unverified`):
+ * before the first render the renderer proves the walls hold. Canary listeners open on loopback
+ * and on other local addresses; a page written with setContent (no server the guard allows)
+ * tries to reach them every way a page can: sub-resources, frames, a client-side redirect,
+ * fetch, a beacon and WebSockets, under several spellings of the address. The test passes only
+ * if the canaries saw no connection at all AND the guard counted refusals for that render, so a
+ * missing or unreachable guard fails it.
+ */
+import net from 'node:net';
+import os from 'node:os';
+import ipaddr from 'ipaddr.js';
+import type { RenderJob, RenderResult } from './types.ts';
+
+/** What the self-test saw. */
+export interface SelfTestReport {
+  passed: boolean;
+  /** Connections the canaries accepted (must be 0). */
+  canaryConnections: number;
+  /** Refusals the guard counted for the test render (must be above 0). */
+  blocked: number;
+  /** Why it failed, in words (never a URL of a client). */
+  failure?: string;
+}
+
+interface Canary {
+  address: string;
+  port: number;
+  server: net.Server;
+}
+
+const SETTLE_MS = 300;
+
+function allowedByOperator(address: string, allowCidrs: readonly string[]): boolean {
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    parsed = ipaddr.parse(address);
+  } catch {
+    return false;
+  }
+  return allowCidrs.some((cidr) => {
+    try {
+      const [range, bits] = ipaddr.parseCIDR(cidr);
+      return range.kind() === parsed.kind() && parsed.match([range, bits] as [typeof parsed, number]);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Loopback, a second loopback address, and this machine's own interface addresses. */
+export function canaryAddresses(allowCidrs: readonly string[]): string[] {
+  const candidates = ['127.0.0.1', '127.0.0.2', '::1'];
+  for (const list of Object.values(os.networkInterfaces())) {
+    for (const info of list ?? []) {
+      if (info.internal) continue;
+      if (info.family === 'IPv6' && info.address.startsWith('fe80')) continue; // needs a zone; not dialable by URL
+      candidates.push(info.address);
+      break;
+    }
+  }
+  // An address the operator deliberately opened (GUARD_ALLOW_CIDRS) is not a wall to test.
+  return [...new Set(candidates)].filter((a) => !allowedByOperator(a, allowCidrs));
+}
+
+async function openCanary(address: string, seen: { count: number }): Promise<Canary | undefined> {
+  const server = net.createServer((socket) => {
+    seen.count += 1;
+    socket.destroy();
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, address, () => resolve());
+    });
+  } catch {
+    return undefined; // e.g. no IPv6 on this machine
+  }
+  return { address, port: (server.address() as net.AddressInfo).port, server };
+}
+
+/** The ways a page may spell a canary's host in a URL. */
+function spellings(address: string): string[] {
+  if (address.includes(':')) return [`[${address}]`];
+  const out = [address];
+  if (address === '127.0.0.1') {
+    out.push('localhost', '2130706433', '0x7f.0.0.1', '0177.0.0.1', '[::ffff:127.0.0.1]', '0.0.0.0', 'tintype-self-test.localhost');
+  }
+  return out;
+}
+
+function attr(value: string): string {
+  return value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
+}
+
+/** The test page: every way out that a page has, aimed at every canary. */
+export function selfTestPage(canaries: ReadonlyArray<{ address: string; port: number }>): string {
+  const markup: string[] = [];
+  const targets: string[] = [];
+  for (const c of canaries) {
+    for (const host of spellings(c.address)) {
+      const base = `http://${host}:${c.port}`;
+      targets.push(`${host}:${c.port}`);
+      markup.push(
+        `<img src="${attr(base)}/img.png">`,
+        `<link rel="stylesheet" href="${attr(base)}/style.css">`,
+        `<iframe src="${attr(base)}/frame"></iframe>`,
+        `<iframe srcdoc="${attr(`<meta http-equiv="refresh" content="0;url=${base}/redirect">`)}"></iframe>`,
+      );
+    }
+  }
+  const script = `
+    const targets = ${JSON.stringify(targets)};
+    const tries = [];
+    for (const t of targets) {
+      tries.push(fetch('http://' + t + '/fetch', { mode: 'no-cors' }).catch(() => {}));
+      tries.push(fetch('https://' + t + '/tls', { mode: 'no-cors' }).catch(() => {}));
+      try { navigator.sendBeacon('http://' + t + '/beacon', 'x'); } catch {}
+      for (const scheme of ['ws', 'wss']) {
+        tries.push(new Promise((done) => {
+          try {
+            const ws = new WebSocket(scheme + '://' + t + '/socket');
+            ws.onopen = ws.onerror = ws.onclose = () => done();
+          } catch { done(); }
+        }));
+      }
+    }
+    Promise.allSettled(tries).then(() => { window.__tintypeSelfTestDone = true; });
+  `;
+  return `<!doctype html><html><head><title>self-test</title></head><body>${markup.join('\n')}<script>${script}</script></body></html>`;
+}
+
+/** Runs the self-test through `render` (the pool's render path, before it is verified). */
+export async function runSelfTest(options: {
+  render: <T>(job: RenderJob<T>) => Promise<RenderResult<T>>;
+  budgetMs: number;
+  allowCidrs: readonly string[];
+}): Promise<SelfTestReport> {
+  const seen = { count: 0 };
+  const canaries = (await Promise.all(canaryAddresses(options.allowCidrs).map((a) => openCanary(a, seen)))).filter(
+    (c): c is Canary => c !== undefined,
+  );
+  try {
+    if (canaries.length === 0) return { passed: false, canaryConnections: 0, blocked: 0, failure: 'no canary could listen' };
+    const deadline = Date.now() + options.budgetMs;
+    let result: RenderResult<void>;
+    try {
+      result = await options.render({
+        deadline,
+        run: async ({ page }) => {
+          await page.setContent(selfTestPage(canaries), { waitUntil: 'load', timeout: Math.max(1, deadline - Date.now()) });
+          await page.waitForFunction('window.__tintypeSelfTestDone === true', {
+            timeout: Math.max(1, deadline - Date.now()),
+          });
+          await new Promise((r) => setTimeout(r, SETTLE_MS)); // client-side redirects fire after load
+        },
+      });
+    } catch (err) {
+      return {
+        passed: false,
+        canaryConnections: seen.count,
+        blocked: 0,
+        failure: `the test render failed: ${(err as Error).message}`,
+      };
+    }
+    const blocked = result.tally.blocked;
+    if (seen.count > 0) {
+      return { passed: false, canaryConnections: seen.count, blocked, failure: 'a canary was reached' };
+    }
+    if (blocked === 0) {
+      return { passed: false, canaryConnections: 0, blocked, failure: 'the guard counted no refusal' };
+    }
+    return { passed: true, canaryConnections: 0, blocked };
+  } finally {
+    await Promise.all(canaries.map((c) => new Promise<void>((r) => c.server.close(() => r()))));
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The browser pool's public surface, as the operations code it (issue 5, "Chromium").
+ * Keep it stable: operations, the server and the bench are written against it.
+ */
+import type { Page, Browser, LaunchOptions } from 'puppeteer-core';
+import type { Config } from '../../lib/config.ts';
+import type { RenderTally } from '../../lib/guard-contract.ts';
+import type { Lifecycle } from '../../lib/lifecycle.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { Registry } from '../../lib/metrics.ts';
+import type { GuardEndpoint } from './guard-endpoint.ts';
+
+/** What a render's code gets: its page (in a fresh context), its abort signal and its tally so far. */
+export interface RenderContext {
+  /** A fresh page in a fresh incognito context, proxied through the guard; closed after the render. */
+  page: Page;
+  /** Aborted when the deadline passes, the client goes away or the browser crashes. */
+  signal: AbortSignal;
+  /** Refusals so far for this render (asks the guard). Counts accumulate over calls. */
+  tally(): Promise<RenderTally>;
+}
+
+/** One render to run on a slot. */
+export interface RenderJob<T> {
+  /** Epoch ms: the whole render's budget, waiting for a context included (TINTYPE_RENDER_TIMEOUT_MS). */
+  deadline: number;
+  /** Aborted when the client went away. */
+  signal?: AbortSignal;
+  run(ctx: RenderContext): Promise<T>;
+}
+
+/** A render's value and the guard's refusal tally for it (the `x-render-blocked` count). */
+export interface RenderResult<T> {
+  value: T;
+  tally: RenderTally;
+}
+
+/** Counters of the pool, for health answers and the bench. */
+export interface PoolStats {
+  slots: number;
+  busy: number;
+  renders: number;
+  restarts: number;
+}
+
+export interface BrowserPool extends Lifecycle {
+  /**
+   * Runs `job` on a free slot.
+   * - No free slot: throws ServiceError('busy') at once (no hidden queue).
+   * - Self-test not passed yet: throws ServiceError('guard_unverified').
+   * - A fresh incognito context and one page per render, closed after it.
+   * - Past the deadline: the context is destroyed and ServiceError('render_timeout') thrown.
+   * - The browser crashes mid-render: ServiceError('render_failed') at once.
+   * - `job.signal` aborted: the context is destroyed, the slot freed at once, and the signal's
+   *   reason (or an AbortError) is thrown.
+   * - The guard cannot answer the tally: ServiceError('render_failed').
+   * Errors thrown by `job.run` itself pass through unchanged.
+   */
+  render<T>(job: RenderJob<T>): Promise<RenderResult<T>>;
+  /** True once the start-up self-test proved the walls hold (feeds /healthz/ready). */
+  selfTestPassed(): boolean;
+  stats(): PoolStats;
+}
+
+/** Launches a browser; puppeteer's `launch` by default (a seam for tests). */
+export type LaunchBrowser = (options: LaunchOptions) => Promise<Browser>;
+
+export interface BrowserPoolOptions {
+  config: Pick<
+    Config,
+    'chromiumPath' | 'slots' | 'renderTimeoutMs' | 'recycleAfterRenders' | 'browserMaxRssMb' | 'isolation' | 'guardAllowCidrs'
+  >;
+  logger: Logger;
+  registry?: Registry;
+  /** The guard, started by the caller (or elsewhere: guardEndpointFromConfig). */
+  guard: GuardEndpoint;
+  launch?: LaunchBrowser;
+}
