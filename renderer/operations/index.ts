@@ -1,0 +1,63 @@
+/**
+ * The render operations of spec 4.2 to 4.4 as functions of a parsed JSON body: validate ▸ key ▸
+ * produce (judge, cache, slot, page work). The HTTP layer (renderer/server) only writes what
+ * these return.
+ */
+import { htmlToImageKey, pdfKey, screenshotKey } from '../cache/keys.ts';
+import { parseHtmlToImage, parsePdf, parseScreenshot } from '../schemas/index.ts';
+import { htmlToImageWork } from './html-to-image.ts';
+import { pdfWork } from './pdf.ts';
+import { produce, type ProduceDeps, type RenderOperation } from './produce.ts';
+import { screenshotContentType, screenshotWork } from './screenshot.ts';
+import type { Rendered } from './types.ts';
+
+export type { RenderContext, RenderJob, RenderPool, Rendered, UrlJudge } from './types.ts';
+export type { RenderOperation } from './produce.ts';
+export { ping, type PingBody } from './ping.ts';
+
+export interface OperationDeps extends ProduceDeps {
+  renderTimeoutMs: number;
+}
+
+/** How one call is bounded: its client's abort signal and when it arrived. */
+export interface CallScope {
+  signal: AbortSignal;
+  /** Epoch ms the request arrived; the budget counts from here. */
+  startedAt: number;
+}
+
+export type RenderOperations = Record<RenderOperation, (body: unknown, scope: CallScope) => Promise<Rendered>>;
+
+export function createOperations(deps: OperationDeps): RenderOperations {
+  const deadline = (scope: CallScope) => scope.startedAt + deps.renderTimeoutMs;
+  return {
+    async screenshot(body, scope) {
+      const req = await parseScreenshot(body);
+      const by = deadline(scope);
+      return produce(deps, {
+        operation: 'screenshot', key: screenshotKey(req), contentType: screenshotContentType(req), url: req.url,
+        refusalFailsRender: false, deadline: by, signal: scope.signal,
+        work: (ctx) => screenshotWork(ctx, req, by),
+      });
+    },
+    async 'html-to-image'(body, scope) {
+      const req = await parseHtmlToImage(body);
+      const by = deadline(scope);
+      return produce(deps, {
+        operation: 'html-to-image', key: htmlToImageKey(req), contentType: 'image/png',
+        refusalFailsRender: true, deadline: by, signal: scope.signal,
+        work: (ctx) => htmlToImageWork(ctx, req, by),
+      });
+    },
+    async pdf(body, scope) {
+      const req = await parsePdf(body);
+      const by = deadline(scope);
+      return produce(deps, {
+        operation: 'pdf', key: pdfKey(req), contentType: 'application/pdf',
+        ...(req.url !== undefined ? { url: req.url } : {}),
+        refusalFailsRender: false, deadline: by, signal: scope.signal,
+        work: (ctx) => pdfWork(ctx, req, by),
+      });
+    },
+  };
+}

@@ -1,0 +1,100 @@
+/**
+ * Steps every operation's page work shares: the time budget applied to each browser wait,
+ * `waitUntil` in puppeteer's terms, navigation with the guard's main-document refusals
+ * (spec Part 7: a refusal mid-render, e.g. a redirect hop to a private address, is the same
+ * 422 `url_rejected`), and markup written into the blank page (spec 4.3 rule 4).
+ */
+import { TimeoutError, type HTTPResponse, type PuppeteerLifeCycleEvent } from 'puppeteer-core';
+import { ServiceError, ValidationFailure, isRejectReason } from '../../lib/errors.ts';
+import { GUARD_REASON_HEADER } from '../../lib/guard-contract.ts';
+import type { WaitUntil } from '../schemas/fields.ts';
+import { inSpan } from './telemetry.ts';
+import type { RenderContext } from './types.ts';
+
+/**
+ * `networkidle` is puppeteer's `networkidle0`: no connection for 500 ms. `networkidle2` would
+ * call a page idle with two requests still hanging, which is not what a caller waiting for the
+ * network to go quiet asks for (README, "Decisions").
+ */
+export const LIFECYCLE: Readonly<Record<WaitUntil, PuppeteerLifeCycleEvent>> = {
+  load: 'load',
+  domcontentloaded: 'domcontentloaded',
+  networkidle: 'networkidle0',
+};
+
+/** Milliseconds left before the deadline, at least 1. */
+export function remaining(deadline: number, now: () => number = Date.now): number {
+  return Math.max(1, deadline - now());
+}
+
+/** Turns a browser-side failure into the spec's code: a puppeteer timeout is 504, the rest 502. */
+export function asServiceError(err: unknown): ServiceError | unknown {
+  if (err instanceof ServiceError) return err;
+  if (err instanceof TimeoutError) return new ServiceError('render_timeout');
+  return err;
+}
+
+/** The guard's refusal of the main document, read from the 403 it answered in the target's place. */
+async function refusalOf(ctx: RenderContext, response: HTTPResponse | null): Promise<ServiceError<'url_rejected'> | undefined> {
+  if (response === null || response.status() !== 403) return undefined;
+  const reason = response.headers()[GUARD_REASON_HEADER];
+  if (!isRejectReason(reason)) return undefined;
+  // A target could send the header itself; only a refusal the guard counted for this render is one.
+  const tally = await ctx.tally();
+  return tally.blocked > 0 ? new ServiceError('url_rejected', { reason }) : undefined;
+}
+
+/** Loads `url` in the render's page; a refused main document is 422, an unreachable one 502. */
+export async function navigate(ctx: RenderContext, url: string, waitUntil: WaitUntil, deadline: number): Promise<void> {
+  await inSpan('navigate', { 'tintype.wait_until': waitUntil }, async () => {
+    let response: HTTPResponse | null;
+    try {
+      response = await ctx.page.goto(url, { waitUntil: LIFECYCLE[waitUntil], timeout: remaining(deadline) });
+    } catch (err) {
+      const mapped = asServiceError(err);
+      if (mapped instanceof ServiceError) throw mapped;
+      // A tunnel the guard refused fails the navigation itself (net::ERR_TUNNEL_CONNECTION_FAILED);
+      // the document is the first thing a render fetches, so the first refusal is the document's.
+      const tally = await ctx.tally().catch(() => undefined);
+      if (tally !== undefined && tally.blocked > 0 && tally.firstReason !== null) {
+        throw new ServiceError('url_rejected', { reason: tally.firstReason });
+      }
+      throw new ServiceError('render_failed');
+    }
+    const refusal = await refusalOf(ctx, response);
+    if (refusal !== undefined) throw refusal;
+  });
+}
+
+/**
+ * Writes `html` into the render's blank page. The page stays `about:blank` with its opaque
+ * origin, so relative URLs resolve against nothing and fetch nothing (spec 4.3 rule 4).
+ */
+export async function writeMarkup(ctx: RenderContext, html: string, waitUntil: WaitUntil, deadline: number): Promise<void> {
+  await inSpan('navigate', { 'tintype.wait_until': waitUntil, 'tintype.html_length': html.length }, async () => {
+    try {
+      await ctx.page.setContent(html, { waitUntil: LIFECYCLE[waitUntil], timeout: remaining(deadline) });
+    } catch (err) {
+      const mapped = asServiceError(err);
+      throw mapped instanceof ServiceError ? mapped : new ServiceError('render_failed');
+    }
+  });
+}
+
+/** A buffer view of what puppeteer returns, without a copy. */
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** Runs a capture step, mapping its failures to the spec's codes. */
+export async function capture<T>(attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {
+  return inSpan('capture', attributes, async () => {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof ValidationFailure) throw err;
+      const mapped = asServiceError(err);
+      throw mapped instanceof ServiceError ? mapped : new ServiceError('render_failed');
+    }
+  });
+}
