@@ -1,0 +1,45 @@
+/**
+ * JSON request bodies, read by hand so nothing else is accepted silently: the content type
+ * must be `application/json` (spec Part 4), the size is bounded before and while reading
+ * (spec Part 8: 4,194,304 bytes, 413 `payload_too_large`), and a body that is not JSON is a 400.
+ */
+import type { IncomingMessage } from 'node:http';
+import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
+
+/** Spec Part 8: request body size. */
+export const MAX_BODY_BYTES = 4_194_304;
+
+function refuse(message: string): ValidationFailure {
+  return new ValidationFailure([{ path: 'body', message }]);
+}
+
+/** Whether a content-type header names JSON in UTF-8 (the only charset JSON has, RFC 8259 §8.1). */
+export function isJsonContentType(header: string | undefined): boolean {
+  if (header === undefined) return false;
+  const [type, ...params] = header.split(';').map((p) => p.trim().toLowerCase());
+  if (type !== 'application/json') return false;
+  return params.every((p) => !p.startsWith('charset=') || /^charset="?utf-8"?$/.test(p));
+}
+
+/** Reads and parses the request's JSON body. Throws 413 past `limit` bytes, 400 for anything not JSON. */
+export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) throw new ServiceError('payload_too_large');
+  if (!isJsonContentType(req.headers['content-type'])) {
+    throw refuse('body must be sent with content-type: application/json');
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new ServiceError('payload_too_large');
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks, size).toString('utf8');
+  if (text.trim() === '') throw refuse('body must be a JSON object');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw refuse('body is not valid JSON');
+  }
+}

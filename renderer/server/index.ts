@@ -1,0 +1,147 @@
+/**
+ * The renderer's HTTP server (DESIGN.md §1, issue 5): the /v1 routes behind the edge, and an
+ * admin listener on its own port. Wiring only: every part arrives built (pool, cache, settler,
+ * judge, OG drawing) so `tintype renderer` and `tintype start` can assemble it their own way.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import type { Config } from '../../lib/config.ts';
+import type { Lifecycle } from '../../lib/lifecycle.ts';
+import type { Logger } from '../../lib/log.ts';
+import type { Registry } from '../../lib/metrics.ts';
+import type { Settler } from '../../lib/policy-contract.ts';
+import type { RenderCache } from '../cache/cache.ts';
+import { createOperations, type RenderPool, type UrlJudge } from '../operations/index.ts';
+import { adminHandler } from './admin.ts';
+import { errorAnswers } from './errors.ts';
+import { rendererMetrics } from './metrics.ts';
+import { ogRoute, type OgDrawing } from './og.ts';
+import { requestScope, type Answered } from './request-scope.ts';
+import { v1Routes } from './routes.ts';
+import type { RendererState } from './state.ts';
+
+export { CLIENT_CLOSED } from './request-scope.ts';
+export type { OgDrawing } from './og.ts';
+
+/** Default ports of the renderer role (DESIGN.md §1). */
+export const RENDERER_PORT = 8082;
+export const RENDERER_ADMIN_PORT = 9082;
+
+export interface RendererServerOptions {
+  config: Readonly<Config>;
+  logger: Logger;
+  registry: Registry;
+  pool: RenderPool;
+  cache: RenderCache;
+  settler: Settler;
+  judge: UrlJudge;
+  // The card type is the OG module's own; the route only passes it between its functions.
+  og?: OgDrawing<any>;
+  /** Interface to listen on; all interfaces when omitted. */
+  host?: string;
+  now?: () => number;
+}
+
+export interface RendererServer extends Lifecycle {
+  /** Where the public listener is bound (after start). */
+  address(): AddressInfo;
+  /** Where the admin listener is bound (after start). */
+  adminAddress(): AddressInfo;
+}
+
+function listen(server: http.Server, port: number, host: string | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function close(server: http.Server, graceMs: number): Promise<void> {
+  if (!server.listening) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+    server.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+    server.closeIdleConnections();
+  });
+}
+
+export function createRendererServer(options: RendererServerOptions): RendererServer {
+  const { config, logger, registry, cache, settler } = options;
+  const now = options.now ?? Date.now;
+  const metrics = rendererMetrics(registry);
+  const pool = options.pool;
+  metrics.slotsBusy.collect(() => metrics.slotsBusy.set(pool.stats().busy));
+  metrics.slotsTotal.collect(() => metrics.slotsTotal.set(pool.stats().slots));
+  const operations = createOperations({
+    pool, cache, judge: options.judge, maxOutputBytes: config.maxOutputBytes, renderTimeoutMs: config.renderTimeoutMs, now,
+  });
+  const pendingSettles = new Set<Promise<void>>();
+
+  const onAnswered = (a: Answered): void => {
+    const op = a.operation ?? 'unknown';
+    if (a.operation !== undefined && a.operation !== 'ping') {
+      metrics.renders.inc({ operation: op, outcome: a.status === 200 ? 'ok' : (a.errorCode ?? String(a.status)) });
+      metrics.latency.observe(a.durationMs / 1000, { operation: op });
+      if (a.cache !== undefined) metrics.cache.inc({ operation: op, result: a.cache });
+      if (a.blocked !== undefined && a.blocked > 0) metrics.blocked.inc({ operation: op }, a.blocked);
+    }
+    // The access line: no URL, HTML or key (DESIGN.md §5); the OG query is allowed (spec 4.5 rule 7).
+    logger.info('request', {
+      operation: op, status: a.status, error: a.errorCode, reason: a.state.rejectReason, cache: a.cache,
+      blocked: a.blocked, duration_ms: a.durationMs,
+    });
+    const settling = settler
+      .settle({
+        lease: a.lease, status: a.status,
+        ...(a.errorCode !== undefined ? { error: a.errorCode } : {}),
+        ...(a.cache !== undefined ? { cache: a.cache } : {}),
+      })
+      .catch((err: unknown) => logger.warn('settle.failed', { error: err instanceof Error ? err.message : 'unknown' }));
+    pendingSettles.add(settling);
+    void settling.finally(() => pendingSettles.delete(settling));
+  };
+
+  const app = new Koa<RendererState>();
+  app.silent = true; // errorAnswers logs what needs logging; Koa's default would print stacks.
+  app.use(errorAnswers(logger));
+  app.use(requestScope({ now, onAnswered }));
+  const og = options.og === undefined ? undefined : ogRoute(options.og, cache, config.maxOutputBytes);
+  for (const mw of v1Routes(operations, og)) app.use(mw);
+
+  const server = http.createServer(app.callback());
+  // The render budget bounds a request; header and idle timeouts stay Node's defaults.
+  server.requestTimeout = config.renderTimeoutMs + 30_000;
+  const admin = http.createServer(adminHandler(registry, () => pool.selfTestPassed()));
+  let started = false;
+
+  const bound = (s: http.Server): AddressInfo => {
+    const a = s.address();
+    if (a === null || typeof a === 'string') throw new Error('renderer server is not listening');
+    return a;
+  };
+
+  return {
+    async start() {
+      await listen(server, config.port ?? RENDERER_PORT, options.host);
+      await listen(admin, config.adminPort ?? RENDERER_ADMIN_PORT, options.host);
+      started = true;
+      logger.info('renderer.listening', { port: bound(server).port, admin_port: bound(admin).port });
+    },
+    async stop() {
+      started = false;
+      await close(server, config.renderTimeoutMs);
+      await Promise.allSettled([...pendingSettles]);
+      await close(admin, 1_000);
+    },
+    healthy: () => started && server.listening,
+    address: () => bound(server),
+    adminAddress: () => bound(admin),
+  };
+}
