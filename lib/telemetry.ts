@@ -1,0 +1,65 @@
+/**
+ * OpenTelemetry set-up (DESIGN.md §6): the NodeSDK with an OTLP/HTTP trace exporter when an
+ * endpoint is configured, off otherwise. W3C `traceparent` is the only propagation, so a trace
+ * runs edge ▸ policy ▸ renderer ▸ browser. Spans are made with `trace.getTracer('tintype')` in
+ * each role; their attributes never carry a URL, HTML or key. Traces only: metrics are
+ * Prometheus on the admin port and logs are JSON lines, so the SDK's env-driven metric and log
+ * exporters are switched off here, as are resource detectors that would copy the command line.
+ */
+import { context, propagation } from '@opentelemetry/api';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { NodeSDK, core, resources, tracing } from '@opentelemetry/sdk-node';
+import type { Config } from './config.ts';
+
+export interface Telemetry {
+  /** Whether spans are being exported. */
+  readonly enabled: boolean;
+  /** Flushes spans in flight and stops the exporter. */
+  shutdown(): Promise<void>;
+}
+
+/** The OTLP/HTTP traces URL for an endpoint: `OTEL_EXPORTER_OTLP_ENDPOINT` is a base, `…/v1/traces` is used as is. */
+export function tracesUrl(endpoint: string): string {
+  return /\/v1\/traces\/?$/.test(endpoint) ? endpoint : endpoint.replace(/\/+$/, '') + '/v1/traces';
+}
+
+/**
+ * Starts tracing for `role` (service name `tintype-<role>` unless OTEL_SERVICE_NAME says
+ * otherwise); a no-op when no endpoint is configured.
+ */
+export function startTelemetry(
+  config: Pick<Config, 'otelEndpoint' | 'otelServiceName'>,
+  role: string,
+  options: { exportDelayMs?: number } = {},
+): Telemetry {
+  if (config.otelEndpoint === undefined) return { enabled: false, shutdown: async () => {} };
+  const serviceName = config.otelServiceName ?? `tintype-${role}`;
+  const exporter = new OTLPTraceExporter({ url: tracesUrl(config.otelEndpoint) });
+  const sdk = new NodeSDK({
+    serviceName,
+    resource: resources.resourceFromAttributes({ 'service.name': serviceName }),
+    autoDetectResources: false,
+    spanProcessors: [new tracing.BatchSpanProcessor(exporter, { scheduledDelayMillis: options.exportDelayMs ?? 1_000 })],
+    textMapPropagator: new core.W3CTraceContextPropagator(),
+    instrumentations: [],
+    metricReaders: [],
+    logRecordProcessors: [],
+  });
+  sdk.start();
+  return { enabled: true, shutdown: () => sdk.shutdown() };
+}
+
+/**
+ * A fetch that sends the active trace context (`traceparent`) with each request, so a call
+ * made inside a span (a renderer's settle, for one) joins that span's trace.
+ */
+export function propagatingFetch(base: typeof fetch = fetch): typeof fetch {
+  return (input, init) => {
+    const carrier: Record<string, string> = {};
+    propagation.inject(context.active(), carrier);
+    if (Object.keys(carrier).length === 0) return base(input, init);
+    const headers = new Headers(init?.headers);
+    for (const [k, v] of Object.entries(carrier)) headers.set(k, v);
+    return base(input, { ...init, headers });
+  };
+}
