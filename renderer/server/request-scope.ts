@@ -16,7 +16,8 @@ import type { RendererState } from './state.ts';
 /** Status recorded for an answer the client did not wait for (nginx's "client closed request"). */
 export const CLIENT_CLOSED = 499;
 
-const LEASE_FORM = /^[A-Za-z0-9._~:-]{1,200}$/;
+/** The lease id form policy issues and accepts in settle (policy/authorize.ts parseSettle). */
+const LEASE_FORM = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** The outcome of one /v1 request, as every listener sees it. */
 export interface Answered {
