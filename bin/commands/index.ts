@@ -2,9 +2,10 @@
 import { notBuilt, type Command } from './command.ts';
 import { keysCommand } from './keys.ts';
 import { policyCommand } from './policy.ts';
+import { startCommand } from './start.ts';
 
 export const commands: Record<string, Command> = {
-  start: notBuilt('edge + policy + renderer + guard on one machine'),
+  start: startCommand,
   policy: policyCommand,
   renderer: notBuilt('the renderer server'),
   guard: notBuilt('the egress guard (forward proxy)'),
