@@ -141,19 +141,18 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
       return;
     }
     const line = requestLineOf(err.rawPacket);
-    if (line === undefined) {
-      answerRaw(socket, 400, 'bad request');
-      ctx.recorder.record('malformed', false, { decision: 'other', status: 400, note: err.code ?? 'parse_error' }, startedAt);
-      return;
-    }
-    // Node refused the request line (a `data:` or `javascript:` target, spaces, odd bytes):
-    // the same parser judges it; whatever it would have let through is still no host we can use.
-    const parsed = parseRequestTarget(line.method, line.target);
-    const reason: RejectReason = isRefused(parsed) ? parsed.reason : 'bad_host';
     const token = renderTokenFrom(rawHeader(err.rawPacket, 'proxy-authorization'));
-    const outcome = refuse(token, reason);
-    answerRaw(socket, 403, refusalBody(reason).trimEnd(), { [GUARD_REASON_HEADER]: reason });
-    ctx.recorder.record('malformed', token !== undefined, outcome, startedAt);
+    // Node refused the request (a `data:` or `javascript:` target, a target with no host,
+    // spaces, odd bytes): it cannot be carried, but it still gets the guard's answer (issue 2
+    // §2 rule 6). The same rules judge what can be read of its target, so the reason is the
+    // one the rules give it; a target the rules would pass is still no host we can use.
+    void (async () => {
+      const judged = line === undefined ? undefined : await ctx.judge.judge(parseRequestTarget(line.method, line.target));
+      const reason: RejectReason = judged === undefined || judged.ok ? 'bad_host' : judged.reason;
+      const outcome = refuse(token, reason);
+      answerRaw(socket, 403, refusalBody(reason).trimEnd(), { [GUARD_REASON_HEADER]: reason });
+      ctx.recorder.record('malformed', token !== undefined, outcome, startedAt);
+    })().catch(() => socket.destroy());
   });
 
   return server;

@@ -1,0 +1,141 @@
+/**
+ * Shared parts of the guard's end-to-end tests: canary listeners that count every accepted
+ * connection, a target server on an allowed loopback address, and clients that speak to the
+ * guard the way a proxy client does.
+ */
+import http from 'node:http';
+import net from 'node:net';
+
+/** A TCP listener on a refused address; `accepted` must stay zero. */
+export interface Canary {
+  host: string;
+  port: number;
+  accepted(): number;
+  close(): Promise<void>;
+}
+
+export async function startCanary(host: string): Promise<Canary> {
+  let accepted = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((s) => {
+    accepted += 1;
+    sockets.add(s);
+    s.on('error', () => s.destroy());
+    s.on('close', () => sockets.delete(s));
+    // Answer like a web server would, so a leak would also be visible to the page.
+    s.end('HTTP/1.1 200 OK\r\ncontent-length: 6\r\nconnection: close\r\n\r\nCANARY');
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return {
+    host,
+    port: (server.address() as net.AddressInfo).port,
+    accepted: () => accepted,
+    close: () =>
+      new Promise((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Resolves once a plain TCP connection to `host:port` has been accepted (a canary self-check). */
+export function touch(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, host, () => {
+      s.destroy();
+      resolve();
+    });
+    s.on('error', reject);
+  });
+}
+
+/** Listens an http.Server on host, port 0; answers its port. */
+export async function listenOn(server: http.Server | net.Server, host: string): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return (server.address() as net.AddressInfo).port;
+}
+
+export function closeServer(server: http.Server | net.Server): Promise<void> {
+  if (server instanceof http.Server) server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+export interface Answer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** Sends one absolute-form request through the guard on a fresh connection. */
+export function viaGuard(
+  guard: { port?: number; socket?: string },
+  target: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      ...(guard.socket !== undefined ? { socketPath: guard.socket } : { host: '127.0.0.1', port: guard.port }),
+      method: options.method ?? 'GET',
+      path: target,
+      headers: options.headers,
+      agent: false,
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+/** Sends raw bytes to the guard and collects everything it answers until it closes. */
+export function rawExchange(port: number, bytes: string, waitMs = 2_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1');
+    let out = '';
+    const timer = setTimeout(() => {
+      s.destroy();
+      resolve(out);
+    }, waitMs);
+    s.setEncoding('latin1');
+    s.on('data', (c: string) => (out += c));
+    s.on('close', () => {
+      clearTimeout(timer);
+      resolve(out);
+    });
+    s.on('error', (err) => {
+      clearTimeout(timer);
+      if (out !== '') resolve(out);
+      else reject(err);
+    });
+    s.write(bytes, 'latin1');
+  });
+}
+
+/** Opens a CONNECT tunnel; answers the status line and, on 200, the open socket. */
+export function connectVia(
+  port: number,
+  authority: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; socket?: net.Socket }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method: 'CONNECT', path: authority, headers, agent: false });
+    req.on('connect', (res, socket) => {
+      if (res.statusCode === 200) resolve({ status: 200, headers: res.headers, socket });
+      else {
+        socket.destroy();
+        resolve({ status: res.statusCode ?? 0, headers: res.headers });
+      }
+    });
+    req.on('response', (res) => {
+      res.resume();
+      resolve({ status: res.statusCode ?? 0, headers: res.headers });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}

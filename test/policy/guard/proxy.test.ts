@@ -1,0 +1,371 @@
+/**
+ * The guard end to end over real sockets (issue 2 §2 rules 1–8): a real guard, a DNS server the
+ * test runs on loopback (dns-server.ts) answering what each row needs, a target server and
+ * canaries on loopback addresses.
+ *
+ * GUARD_ALLOW_CIDRS: this test opens 127.0.0.5/32 and 127.0.0.6/32 (allowCidrs below) so that
+ * its own target server on 127.0.0.5 stands in for "a public host"; 127.0.0.6 is also named in
+ * GUARD_SELF_ADDRESSES to stand in for the service's own public address. Everything else on
+ * loopback stays refused, and the canaries on 127.0.0.2 and [::1] must see zero connections.
+ */
+import http from 'node:http';
+import t from 'tap';
+import { renderAuthorization } from '../../../lib/guard-contract.ts';
+import { createLogger } from '../../../lib/log.ts';
+import { Registry } from '../../../lib/metrics.ts';
+import { createGuard, type Guard } from '../../../policy/guard/index.ts';
+import { NXDOMAIN, SERVFAIL, startDnsServer, type Zone } from './dns-server.ts';
+import { closeServer, connectVia, listenOn, rawExchange, startCanary, touch, viaGuard, type Answer } from './helpers.ts';
+
+const TARGET_HOST = '127.0.0.5';
+const SELF_HOST = '127.0.0.6';
+const CANARY_HOST = '127.0.0.2';
+
+// The zone: what the loopback DNS server answers, by name and query type.
+const zone: Zone = (name, type, asked) => {
+  const a = (addresses: string[]) => (type === 'A' ? { addresses } : { addresses: [] });
+  const aaaa = (addresses: string[]) => (type === 'AAAA' ? { addresses } : { addresses: [] });
+  switch (name) {
+    case 'public.test':
+      return a([TARGET_HOST]);
+    case 'several.test':
+      return a([TARGET_HOST, CANARY_HOST, TARGET_HOST]);
+    case 'v6-private.test':
+      return type === 'A' ? { addresses: [TARGET_HOST] } : { addresses: ['fd00::7'] };
+    // The first A answer is the target, every later one the canary: a second lookup by the
+    // dialler would land on the canary.
+    case 'rebind.test':
+      return a([asked === 0 ? TARGET_HOST : CANARY_HOST]);
+    // The other way round: refused first, then the "public" target.
+    case 'rebind-late.test':
+      return a([asked === 0 ? CANARY_HOST : TARGET_HOST]);
+    case 'aaaa-only.test':
+      return aaaa(['::ffff:7f00:5']); // ::ffff:127.0.0.5, allowed through its inner IPv4
+    case 'aaaa-only-private.test':
+      return aaaa(['fd00::9']);
+    case 'nx.test':
+      return { rcode: NXDOMAIN };
+    case 'servfail.test':
+      return { rcode: SERVFAIL };
+    case 'empty.test':
+      return { addresses: [] };
+    case 'silent.test':
+      return 'drop';
+    case 'half.test':
+      return type === 'A' ? { addresses: [TARGET_HOST] } : { rcode: SERVFAIL };
+    // Resolved once when the guard starts (its address joins the self set), then answers the
+    // allowed target: refusing it later shows the name itself is refused.
+    case 'selfname.test':
+      return a([asked === 0 ? SELF_HOST : TARGET_HOST]);
+    case 'selfaddr.test':
+      return a([SELF_HOST]);
+    case 'self-and-private.test':
+      return a([SELF_HOST, CANARY_HOST]);
+    default:
+      return { rcode: NXDOMAIN };
+  }
+};
+
+interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+const dns = await startDnsServer(zone);
+const seen: Seen[] = [];
+const target = http.createServer((req, res) => {
+  let body = '';
+  req.setEncoding('utf8');
+  req.on('data', (c: string) => (body += c));
+  req.on('end', () => {
+    seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+    const text = `target saw ${req.method} ${req.url}`;
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(text), 'x-target': 'yes' });
+    res.end(text);
+  });
+});
+const targetPort = await listenOn(target, TARGET_HOST);
+const canary = await startCanary(CANARY_HOST);
+const canary6 = await startCanary('::1');
+const lines: string[] = [];
+const registry = new Registry();
+const guard: Guard = createGuard({
+  port: 0,
+  dnsServers: [dns.server],
+  dnsTimeoutMs: 300,
+  allowCidrs: [`${TARGET_HOST}/32`, `${SELF_HOST}/32`],
+  selfAddresses: [SELF_HOST, 'selfname.test'],
+  logger: createLogger('guard', { sink: (line) => lines.push(line) }),
+  metrics: registry,
+});
+await guard.start();
+const port = guard.address().port!;
+const g = { port };
+t.teardown(async () => {
+  await guard.stop();
+  await closeServer(target);
+  await canary.close();
+  await canary6.close();
+  await dns.close();
+});
+
+const at = (host: string, path = '/'): string => `http://${host}:${targetPort}${path}`;
+const reasonOf = (a: { status: number; headers: http.IncomingHttpHeaders }): string =>
+  a.status === 403 ? String(a.headers['x-guard-reason']) : `status ${a.status}`;
+
+t.test('absolute-form http reaches the address it was judged at, hop-by-hop headers stripped', async (t) => {
+  const before = seen.length;
+  const answer = await viaGuard(g, at('public.test', '/p/a?q=1'), {
+    method: 'POST',
+    headers: {
+      'proxy-authorization': renderAuthorization('render-token-aaaaaaaa'),
+      'proxy-connection': 'keep-alive',
+      'x-page': 'kept',
+      'content-type': 'text/plain',
+    },
+    body: 'hello target',
+  });
+  t.equal(answer.status, 200);
+  t.equal(answer.body, 'target saw POST /p/a?q=1');
+  t.equal(answer.headers['x-target'], 'yes');
+  t.equal(seen.length, before + 1);
+  const got = seen.at(-1)!;
+  t.equal(got.headers.host, `public.test:${targetPort}`, 'Host is the target authority');
+  t.equal(got.headers['proxy-authorization'], undefined, 'Proxy-Authorization never reaches the target');
+  t.equal(got.headers['proxy-connection'], undefined);
+  t.equal(got.headers['x-page'], 'kept');
+  t.equal(got.body, 'hello target');
+  t.equal(dns.count('public.test', 'A'), 1, 'one A lookup');
+  t.equal(dns.count('public.test', 'AAAA'), 1, 'one AAAA lookup');
+});
+
+t.test('CONNECT tunnels to the judged address; refused tunnels answer 403 with a reason', async (t) => {
+  const open = await connectVia(port, `public.test:${targetPort}`);
+  t.equal(open.status, 200);
+  const socket = open.socket!;
+  const reply = await new Promise<string>((resolve) => {
+    let out = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (c: string) => (out += c));
+    socket.on('close', () => resolve(out));
+    socket.write(`GET /through-tunnel HTTP/1.1\r\nHost: public.test\r\nConnection: close\r\n\r\n`);
+  });
+  t.match(reply, /^HTTP\/1\.1 200 OK/);
+  t.match(reply, /target saw GET \/through-tunnel$/);
+
+  const rows: [string, string, string][] = [
+    ['loopback literal', `${CANARY_HOST}:${canary.port}`, 'private_address'],
+    ['hex spelling of the canary', `0x7f.0.0.2:${canary.port}`, 'private_address'],
+    ['IPv6 loopback', `[::1]:${canary6.port}`, 'private_address'],
+    ['several A records, one private', `several.test:${canary.port}`, 'private_address'],
+    ['localhost', `localhost:${canary.port}`, 'bad_host'],
+    ['NXDOMAIN', 'nx.test:443', 'dns_failure'],
+    ['no port', 'public.test', 'bad_host'],
+  ];
+  for (const [scenario, authority, want] of rows) {
+    const a = await connectVia(port, authority);
+    t.equal(reasonOf(a), want, scenario);
+  }
+});
+
+t.test('resolver answers, end to end with the loopback DNS server', async (t) => {
+  const rows: [string, string, string][] = [
+    ['several A records, one private', 'several.test', 'private_address'],
+    ['a private AAAA beside an allowed A', 'v6-private.test', 'private_address'],
+    ['AAAA only, private', 'aaaa-only-private.test', 'private_address'],
+    ['NXDOMAIN', 'nx.test', 'dns_failure'],
+    ['SERVFAIL', 'servfail.test', 'dns_failure'],
+    ['no answer records', 'empty.test', 'dns_failure'],
+    ['no reply at all (timeout)', 'silent.test', 'dns_failure'],
+    ['A answered, AAAA SERVFAIL', 'half.test', 'dns_failure'],
+    ['our own name (GUARD_SELF_ADDRESSES)', 'selfname.test', 'denied_host'],
+    ['our own address (GUARD_SELF_ADDRESSES)', 'selfaddr.test', 'denied_host'],
+    ['our own and a private address: private first', 'self-and-private.test', 'private_address'],
+  ];
+  for (const [scenario, name, want] of rows) {
+    const a = await viaGuard(g, at(name));
+    t.equal(reasonOf(a), want, scenario);
+  }
+});
+
+t.test('AAAA-only names are reached at the address their AAAA record gave', async (t) => {
+  const before = seen.length;
+  const a = await viaGuard(g, at('aaaa-only.test', '/six'));
+  t.equal(a.status, 200);
+  t.equal(a.body, 'target saw GET /six');
+  t.equal(seen.length, before + 1);
+  t.equal(dns.count('aaaa-only.test', 'AAAA'), 1);
+});
+
+t.test('rebinding: one lookup per request, and the dialler uses the address that was checked', async (t) => {
+  const before = seen.length;
+  const first = await viaGuard(g, at('rebind.test', '/first'));
+  t.equal(first.status, 200, 'the first answer (allowed) is dialled');
+  t.equal(seen.length, before + 1);
+  t.equal(seen.at(-1)!.headers.host, `rebind.test:${targetPort}`);
+  t.equal(dns.count('rebind.test', 'A'), 1, 'exactly one A lookup for the first request');
+  const second = await viaGuard(g, at('rebind.test', '/second'));
+  t.equal(reasonOf(second), 'private_address', 'the rebound answer is refused');
+  t.equal(dns.count('rebind.test', 'A'), 2, 'one more lookup for the second request, none else');
+  t.equal(seen.length, before + 1, 'the second request reached nothing');
+
+  const tunnel = await connectVia(port, `rebind.test:${canary.port}`);
+  t.equal(reasonOf(tunnel), 'private_address', 'a tunnel after rebinding is refused too');
+
+  const late1 = await viaGuard(g, at('rebind-late.test'));
+  t.equal(reasonOf(late1), 'private_address');
+  const late2 = await viaGuard(g, at('rebind-late.test', '/late'));
+  t.equal(late2.status, 200, 'a later allowed answer is judged afresh');
+  t.equal(dns.count('rebind-late.test', 'A'), 2);
+});
+
+t.test('each request on a kept-alive connection is judged on its own', async (t) => {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+  const send = (path: string): Promise<Answer & { reused: boolean }> =>
+    new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, path, agent });
+      req.on('response', (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, reused: req.reusedSocket }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  const one = await send(at('public.test', '/one'));
+  const two = await send(`http://${CANARY_HOST}:${canary.port}/two`);
+  const three = await send(at('several.test', '/three'));
+  const four = await send(at('public.test', '/four'));
+  t.equal(one.status, 200);
+  t.equal(reasonOf(two), 'private_address');
+  t.ok(two.reused, 'the refused request came on the same connection');
+  t.equal(reasonOf(three), 'private_address');
+  t.ok(three.reused);
+  t.equal(four.status, 200);
+  t.ok(four.reused);
+  t.equal(four.body, 'target saw GET /four');
+});
+
+t.test("targets Node's parser rejects still get the guard's 403 with a reason", async (t) => {
+  const rows: [string, string, string][] = [
+    ['data:', 'GET data:text/html,<b>hi</b> HTTP/1.1', 'bad_scheme'],
+    ['javascript:', 'GET javascript:alert(1) HTTP/1.1', 'bad_scheme'],
+    ['no host', 'GET http:// HTTP/1.1', 'bad_host'],
+    ['origin-form', 'GET / HTTP/1.1', 'bad_host'],
+    ['asterisk', 'OPTIONS * HTTP/1.1', 'bad_host'],
+    ['fragment holding an @', `GET http://${CANARY_HOST}:${canary.port}#@public.test HTTP/1.1`, 'private_address'],
+    ['space in the host', 'GET http://exa mple.test/ HTTP/1.1', 'bad_host'],
+  ];
+  for (const [scenario, line, want] of rows) {
+    const out = await rawExchange(port, `${line}\r\nHost: x\r\n\r\n`);
+    t.match(out, /^HTTP\/1\.1 403 /, `${scenario}: 403, not a bare 400`);
+    t.match(out, new RegExp(`\r\nx-guard-reason: ${want}\r\n`, 'i'), `${scenario}: ${want}`);
+  }
+});
+
+t.test('reason precedence: the first of bad_scheme, credentials_in_url, bad_host, dns_failure, private_address, denied_host', async (t) => {
+  const rows: [string, string, string][] = [
+    ['bad scheme before credentials and a private host', `ftp://u@${CANARY_HOST}/`, 'bad_scheme'],
+    ['credentials before an internal name', 'http://u:p@localhost/', 'credentials_in_url'],
+    ['credentials before a private address', `http://evil.test@${CANARY_HOST}:${canary.port}/`, 'credentials_in_url'],
+    ['bad host before anything resolved', 'http://printer.local/', 'bad_host'],
+    ['dns failure', at('nx.test'), 'dns_failure'],
+    ['private before denied', at('self-and-private.test'), 'private_address'],
+    ['denied, literal own address', `http://${SELF_HOST}:${targetPort}/`, 'denied_host'],
+    ['mapped loopback', `http://[::ffff:7f00:2]:${canary.port}/`, 'private_address'],
+    ['decimal canary', `http://2130706434:${canary.port}/`, 'private_address'],
+    ['absolute-form https (browsers use CONNECT)', 'https://public.test/', 'bad_scheme'],
+  ];
+  for (const [scenario, url, want] of rows) {
+    t.equal(reasonOf(await viaGuard(g, url)), want, scenario);
+  }
+});
+
+t.test('refusals are counted per render, named by Proxy-Authorization', async (t) => {
+  const tokenA = 'tokenAAAAAAAAAAAAAAAAAA';
+  const tokenB = 'tokenBBBBBBBBBBBBBBBBBB';
+  const tokenC = 'tokenCCCCCCCCCCCCCCCCCC';
+  const as = (token: string) => ({ headers: { 'proxy-authorization': renderAuthorization(token) } });
+  const unnamedBefore = guard.unnamedTally().blocked;
+
+  t.equal((await viaGuard(g, `http://${CANARY_HOST}:${canary.port}/`, as(tokenA))).status, 403);
+  t.equal((await viaGuard(g, at('public.test', '/fine'), as(tokenA))).status, 200, 'allowed requests are not counted');
+  t.equal(reasonOf(await viaGuard(g, 'ftp://public.test/', as(tokenA))), 'bad_scheme');
+  t.equal(reasonOf(await connectVia(port, `[::1]:${canary6.port}`, as(tokenA).headers)), 'private_address');
+  t.equal(reasonOf(await viaGuard(g, at('nx.test'), as(tokenB))), 'dns_failure');
+  const raw = await rawExchange(port, `GET javascript:void(0) HTTP/1.1\r\nProxy-Authorization: ${renderAuthorization(tokenB)}\r\n\r\n`);
+  t.match(raw, /x-guard-reason: bad_scheme/);
+  t.equal(reasonOf(await viaGuard(g, at('several.test'))), 'private_address', 'unnamed');
+  t.equal(reasonOf(await viaGuard(g, at('several.test'), { headers: { 'proxy-authorization': 'Basic bm90LWEtcmVuZGVy' } })), 'private_address', 'a value naming no render is unnamed');
+
+  // A page cannot reach the tally path: its requests are absolute-form and judged as targets.
+  const peek = await viaGuard(g, `http://127.0.0.1:${port}/renders/${tokenA}`, as(tokenB));
+  t.equal(reasonOf(peek), 'private_address');
+
+  const fetchTally = (token: string) => viaGuard(g, `/renders/${token}`).then((a) => ({ status: a.status, tally: JSON.parse(a.body) }));
+  t.same(await fetchTally(tokenA), { status: 200, tally: { blocked: 3, firstReason: 'private_address' } });
+  t.same(await fetchTally(tokenA), { status: 200, tally: { blocked: 0, firstReason: null } }, 'a tally is forgotten once read');
+  t.same(await fetchTally(tokenB), { status: 200, tally: { blocked: 3, firstReason: 'dns_failure' } }, "B's count holds only B's refusals");
+  t.same(await fetchTally(tokenC), { status: 200, tally: { blocked: 0, firstReason: null } }, 'a render never refused');
+  t.equal(guard.unnamedTally().blocked - unnamedBefore, 2, 'requests naming no render are counted apart');
+  t.same(guard.takeTally(tokenA), { blocked: 0, firstReason: null });
+});
+
+t.test('the tunnel bound and the idle timeout are settings', async (t) => {
+  const small = createGuard({
+    port: 0,
+    dnsServers: [dns.server],
+    allowCidrs: [`${TARGET_HOST}/32`],
+    maxTunnels: 1,
+    idleTimeoutMs: 300,
+    logger: createLogger('guard', { sink: (line) => lines.push(line) }),
+  });
+  await small.start();
+  t.teardown(() => small.stop());
+  const p = small.address().port!;
+  const first = await connectVia(p, `${TARGET_HOST}:${targetPort}`);
+  t.equal(first.status, 200);
+  const second = await connectVia(p, `${TARGET_HOST}:${targetPort}`);
+  t.equal(second.status, 503, 'over the bound');
+  // Nothing is sent through the open tunnel: the guard closes it when idle.
+  await new Promise<void>((resolve) => first.socket!.on('close', () => resolve()).resume());
+  t.pass('an idle tunnel is closed by the guard');
+  const third = await connectVia(p, `${TARGET_HOST}:${targetPort}`);
+  t.equal(third.status, 200, 'a place is free again');
+  third.socket!.destroy();
+});
+
+t.test('decision lines carry the reason and never a URL, host, address or token', async (t) => {
+  const decisions = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.event === 'guard.decision');
+  t.ok(decisions.length >= 40, 'one line per request');
+  t.ok(decisions.some((d) => d.reason === 'private_address' && d.decision === 'refused'));
+  t.ok(decisions.some((d) => d.reason === 'bad_scheme' && d.kind === 'malformed'));
+  for (const d of decisions) if (d.decision === 'refused') t.ok(typeof d.reason === 'string');
+  const all = lines.join('\n');
+  const secrets = [
+    'public.test', 'several.test', 'rebind', 'nx.test', 'selfname', 'localhost', 'printer', 'evil',
+    CANARY_HOST, TARGET_HOST, SELF_HOST, '::1', '7f00', 'javascript', 'data:', '/p/a', 'q=1',
+    'tokenA', 'tokenB', 'render-token', String(targetPort), String(canary.port), String(canary6.port),
+  ];
+  for (const s of secrets) t.notOk(all.includes(s), `no log line contains ${s}`);
+  const metrics = registry.render();
+  t.match(metrics, /tintype_guard_refusals_total\{reason="private_address"\} \d+/);
+  t.match(metrics, /tintype_guard_refusals_total\{reason="dns_failure"\} \d+/);
+});
+
+t.test('the listeners on refused addresses received zero connections', async (t) => {
+  t.equal(canary.accepted(), 0, `canary on ${CANARY_HOST}`);
+  t.equal(canary6.accepted(), 0, 'canary on [::1]');
+  // The canaries do count: one direct connection each shows up.
+  await touch(CANARY_HOST, canary.port);
+  await touch('::1', canary6.port);
+  await new Promise((r) => setImmediate(r));
+  t.equal(canary.accepted(), 1);
+  t.equal(canary6.accepted(), 1);
+});
+
+
