@@ -7,6 +7,7 @@ export type {
   BrowserPoolOptions,
   LaunchBrowser,
   PoolStats,
+  PoolTimings,
   RenderContext,
   RenderJob,
   RenderResult,

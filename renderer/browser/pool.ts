@@ -111,7 +111,7 @@ class Pool implements BrowserPool {
       this.podRelays = await startRelays({ lanes: this.lanes, dial: () => dialGuard(guard) });
     }
     await this.relaunch();
-    this.every(MEMORY_CHECK_MS, () => this.checkMemory());
+    this.every(this.options.timings?.memoryCheckMs ?? MEMORY_CHECK_MS, () => this.checkMemory());
     await this.verify();
   }
 
@@ -394,7 +394,7 @@ class Pool implements BrowserPool {
     if (this.stopped || this.verified) return;
     const report = await runSelfTest({
       render: (job) => this.renderOnSlot(job),
-      budgetMs: SELF_TEST_BUDGET_MS,
+      budgetMs: this.options.timings?.selfTestBudgetMs ?? SELF_TEST_BUDGET_MS,
       allowCidrs: this.config.guardAllowCidrs,
     });
     if (report.passed) {
@@ -407,7 +407,7 @@ class Pool implements BrowserPool {
       canaryConnections: report.canaryConnections,
       blocked: report.blocked,
     });
-    this.after(SELF_TEST_RETRY_MS, () => void this.verify());
+    this.after(this.options.timings?.selfTestRetryMs ?? SELF_TEST_RETRY_MS, () => void this.verify());
   }
 
   private every(ms: number, fn: () => void): void {

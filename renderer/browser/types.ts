@@ -75,4 +75,16 @@ export interface BrowserPoolOptions {
   /** The guard, started by the caller (or elsewhere: guardEndpointFromConfig). */
   guard: GuardEndpoint;
   launch?: LaunchBrowser;
+  /** Supervision intervals; the defaults suit production, tests shorten them. */
+  timings?: PoolTimings;
+}
+
+/** How often the pool looks at Chromium's memory and retries a failed self-test, and the self-test's budget. */
+export interface PoolTimings {
+  /** Between two looks at the browser's resident memory (default 5000). */
+  memoryCheckMs?: number;
+  /** Between a failed self-test and the next try (default 5000). */
+  selfTestRetryMs?: number;
+  /** The self-test render's whole budget (default 20000). */
+  selfTestBudgetMs?: number;
 }
