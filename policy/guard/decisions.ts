@@ -4,7 +4,7 @@
  * Never the URL, host, address or render token. The same decision feeds the metrics, whose
  * labels are bounded vocabularies (DESIGN.md §6 "guard refusals by reason").
  */
-import type { RejectReason } from '../../lib/errors.ts';
+import { REJECT_REASONS, type RejectReason } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Counter, Gauge, Registry } from '../../lib/metrics.ts';
 
@@ -32,6 +32,8 @@ export function createRecorder(logger: Logger, registry: Registry | undefined, o
     'tintype_guard_refusals_total',
     'Requests and tunnels the guard refused, by reason.',
   );
+  // Every reason is exposed from the start, so a rate over it is defined before the first refusal.
+  for (const reason of REJECT_REASONS) refusals?.inc({ reason }, 0);
   const tunnels: Gauge | undefined = registry?.gauge('tintype_guard_tunnels_open', 'Tunnels open through the guard.');
   tunnels?.collect(() => tunnels.set(openTunnels()));
   return {

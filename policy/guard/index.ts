@@ -8,10 +8,12 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RenderTally } from '../../lib/guard-contract.ts';
+import { ConfigError } from '../../lib/config.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
 import { createLogger, type Logger } from '../../lib/log.ts';
 import type { Registry } from '../../lib/metrics.ts';
 import { createRecorder, type DecisionRecorder } from './decisions.ts';
+import { parseCidr } from './address.ts';
 import { Judge } from './judge.ts';
 import { createProxyServer } from './proxy.ts';
 import { createResolver, type Resolve } from './resolver.ts';
@@ -67,6 +69,7 @@ export interface Guard extends Lifecycle {
  * addresses from the interfaces and GUARD_SELF_ADDRESSES (names resolved now).
  */
 export async function createJudge(options: GuardOptions & { logger?: Logger } = {}): Promise<Judge> {
+  checkSettings(options);
   const resolve = options.resolve ?? createResolver({ servers: options.dnsServers ?? [], timeoutMs: options.dnsTimeoutMs ?? 5_000 });
   const logger = options.logger ?? createLogger('guard');
   const self = await collectSelf({
@@ -76,6 +79,24 @@ export async function createJudge(options: GuardOptions & { logger?: Logger } = 
     onUnresolved: (name, code) => logger.warn('guard.self_name_unresolved', { setting: 'GUARD_SELF_ADDRESSES', name, code }),
   });
   return new Judge({ resolve, allowCidrs: options.allowCidrs ?? [], self });
+}
+
+/** A bad range or server stops the guard with the name of the setting (STYLE.md habit 4). */
+function checkSettings(options: GuardOptions): void {
+  for (const cidr of options.allowCidrs ?? []) {
+    try {
+      parseCidr(cidr);
+    } catch {
+      throw new ConfigError('GUARD_ALLOW_CIDRS must list address ranges (a.b.c.d/n, v6::/n or single addresses)');
+    }
+  }
+  if (options.resolve === undefined && (options.dnsServers ?? []).length > 0) {
+    try {
+      createResolver({ servers: options.dnsServers ?? [], timeoutMs: 1_000 });
+    } catch {
+      throw new ConfigError('GUARD_DNS_SERVERS must list name servers as ip, ip:port or [v6]:port');
+    }
+  }
 }
 
 function listen(server: http.Server, where: { port: number; host?: string } | { path: string }): Promise<void> {

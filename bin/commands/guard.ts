@@ -1,0 +1,63 @@
+/**
+ * `tintype guard`: the egress guard on its own (DESIGN.md §1): the forward proxy on PORT
+ * (default 3128) and/or GUARD_SOCKET, metrics and probes on the admin port. Wiring only.
+ */
+import { createAdminServer } from '../../envoy/edge/admin.ts';
+import { loadConfig } from '../../lib/config.ts';
+import { createLogger } from '../../lib/log.ts';
+import { Registry } from '../../lib/metrics.ts';
+import { createGuard } from '../../policy/guard/index.ts';
+import type { Command } from './command.ts';
+
+/** Proxy port of `tintype guard` (DESIGN.md §1) and its admin port. */
+export const GUARD_PORT = 3128;
+export const GUARD_ADMIN_PORT = 9128;
+
+export const guardCommand: Command = {
+  summary: 'the egress guard (forward proxy) on its own',
+  async run() {
+    const config = loadConfig();
+    const logger = createLogger('guard', { level: config.logLevel });
+    const registry = new Registry();
+    // A port when PORT is set or no socket is named; the socket when GUARD_SOCKET is set.
+    const port = config.port ?? (config.guardSocket === undefined ? GUARD_PORT : undefined);
+    const guard = createGuard({
+      ...(port === undefined ? {} : { port, host: '0.0.0.0' }),
+      ...(config.guardSocket === undefined ? {} : { socket: config.guardSocket }),
+      dnsServers: config.guardDnsServers,
+      dnsTimeoutMs: config.guardDnsTimeoutMs,
+      allowCidrs: config.guardAllowCidrs,
+      selfAddresses: config.guardSelfAddresses,
+      connectTimeoutMs: config.guardConnectTimeoutMs,
+      idleTimeoutMs: config.guardIdleTimeoutMs,
+      maxTunnels: config.guardMaxTunnels,
+      logger,
+      metrics: registry,
+    });
+    // Renderers reach the guard, and Prometheus and the kubelet its admin port, over the network.
+    const admin = createAdminServer({
+      host: '0.0.0.0',
+      port: config.adminPort ?? GUARD_ADMIN_PORT,
+      registries: [registry],
+      ready: () => guard.healthy(),
+    });
+    await guard.start();
+    try {
+      await admin.start();
+    } catch (err) {
+      await guard.stop();
+      throw err;
+    }
+    logger.info('guard.admin_listening', { port: admin.port() });
+    const signal = await new Promise<NodeJS.Signals>((resolve) => {
+      process.once('SIGTERM', () => resolve('SIGTERM'));
+      process.once('SIGINT', () => resolve('SIGINT'));
+    });
+    logger.info('stopping', { signal });
+    // Readiness fails first (the guard stops listening), then the admin port goes.
+    await guard.stop(signal);
+    await admin.stop();
+    logger.info('stopped', { signal });
+    return 0;
+  },
+};

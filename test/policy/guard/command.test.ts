@@ -1,0 +1,129 @@
+/**
+ * `tintype guard` as a process (DESIGN.md §1): the proxy on PORT and GUARD_SOCKET at once, the
+ * admin port with refusals by reason and both probes, a clean stop on SIGTERM, and a bad
+ * setting named in the message it stops with.
+ *
+ * GUARD_ALLOW_CIDRS: the process is started with 127.0.0.5/32 open so the test's own target
+ * server on that loopback address can stand in for a public host.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { closeServer, listenOn, startCanary, viaGuard } from './helpers.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const tintype = path.join(root, 'bin', 'tintype');
+
+interface Running {
+  child: ChildProcess;
+  lines: Record<string, unknown>[];
+  exited: Promise<number | null>;
+}
+
+/**
+ * `bin/tintype guard` through env(1): tap's loader in NODE_OPTIONS cannot load the extensionless
+ * launcher, and env execs, so signals reach tintype itself. Only the settings given are set.
+ */
+function spawnGuard(env: Record<string, string>): ChildProcess {
+  return spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', tintype, 'guard'], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+}
+
+/** Starts `tintype guard` and waits for the line that says the admin port is up. */
+function startGuard(env: Record<string, string>): Promise<Running & { port: number; adminPort: number }> {
+  const child = spawnGuard(env);
+  const lines: Record<string, unknown>[] = [];
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    let buffer = '';
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (chunk: string) => {
+      buffer += chunk;
+      let nl: number;
+      while ((nl = buffer.indexOf('\n')) !== -1) {
+        const text = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        let line: Record<string, unknown>;
+        try {
+          line = JSON.parse(text) as Record<string, unknown>;
+        } catch {
+          line = { text };
+        }
+        lines.push(line);
+        if (line.event === 'guard.admin_listening') {
+          const listening = lines.find((l) => l.event === 'guard.listening')!;
+          resolve({ child, lines, exited, port: Number(listening.port), adminPort: Number(line.port) });
+        }
+      }
+    });
+    void exited.then((code) => reject(new Error(`tintype guard exited with ${code}: ${JSON.stringify(lines)}`)));
+  });
+}
+
+function get(port: number, p: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: p, agent: false }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on('error', reject);
+  });
+}
+
+t.test('tintype guard listens on PORT and GUARD_SOCKET, reports on its admin port, stops on SIGTERM', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-guard-cmd-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const target = http.createServer((req, res) => res.end(`target ${req.url}`));
+  const targetPort = await listenOn(target, '127.0.0.5');
+  t.teardown(() => closeServer(target));
+  const canary = await startCanary('127.0.0.2');
+  t.teardown(() => canary.close());
+  const socket = path.join(dir, 'guard.sock');
+
+  const g = await startGuard({ PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_SOCKET: socket, GUARD_ALLOW_CIDRS: '127.0.0.5/32' });
+  t.teardown(() => g.child.kill('SIGKILL'));
+
+  t.equal((await get(g.adminPort, '/healthz/live')).status, 200);
+  t.equal((await get(g.adminPort, '/healthz/ready')).status, 200);
+
+  const overTcp = await viaGuard({ port: g.port }, `http://127.0.0.2:${canary.port}/`);
+  t.equal(overTcp.status, 403);
+  t.equal(overTcp.headers['x-guard-reason'], 'private_address');
+  const overSocket = await viaGuard({ socket }, 'http://localhost/');
+  t.equal(overSocket.headers['x-guard-reason'], 'bad_host', 'the socket listener judges the same way');
+  const allowed = await viaGuard({ socket }, `http://127.0.0.5:${targetPort}/hi`);
+  t.equal(allowed.status, 200);
+  t.equal(allowed.body, 'target /hi');
+
+  const metrics = await get(g.adminPort, '/metrics');
+  t.match(metrics.body, /tintype_guard_refusals_total\{reason="private_address"\} 1\n/);
+  t.match(metrics.body, /tintype_guard_refusals_total\{reason="bad_host"\} 1\n/);
+  t.match(metrics.body, /tintype_guard_refusals_total\{reason="denied_host"\} 0\n/, 'every reason is exposed from the start');
+  t.match(metrics.body, /tintype_guard_decisions_total\{decision="allowed",kind="http"\} 1\n/);
+  t.notMatch(metrics.body, /127\.0\.0|localhost/, 'no address or host in any label');
+  t.equal(canary.accepted(), 0);
+
+  g.child.kill('SIGTERM');
+  t.equal(await g.exited, 0, 'exits 0 on SIGTERM');
+  t.ok(g.lines.some((l) => l.event === 'stopped' && l.signal === 'SIGTERM'));
+  t.notOk(existsSync(socket), 'the socket is removed');
+});
+
+t.test('a bad setting stops tintype guard with the name of the variable', async (t) => {
+  const child = spawnGuard({ PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_ALLOW_CIDRS: '10.0.0.0/8,not-a-range' });
+  let err = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (c: string) => (err += c));
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  t.not(code, 0);
+  t.match(err, /GUARD_ALLOW_CIDRS/);
+});
