@@ -1,5 +1,6 @@
 /** The subcommand table of DESIGN.md §1. Each entry wires one role; no logic here. */
 import { notBuilt, type Command } from './command.ts';
+import { guardCommand } from './guard.ts';
 import { keysCommand } from './keys.ts';
 import { policyCommand } from './policy.ts';
 import { startCommand } from './start.ts';
@@ -8,7 +9,7 @@ export const commands: Record<string, Command> = {
   start: startCommand,
   policy: policyCommand,
   renderer: notBuilt('the renderer server'),
-  guard: notBuilt('the egress guard (forward proxy)'),
+  guard: guardCommand,
   controller: notBuilt('the Kubernetes operator'),
   keys: keysCommand,
 };
