@@ -99,6 +99,10 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
       const r = await one<{ in_flight: number }>('in_flight', 'SELECT in_flight FROM key_state WHERE key_id = $1', [keyId]);
       return num(r?.in_flight ?? 0);
     },
+    async openLeases(keyId) {
+      const r = await one<{ n: string }>('open_leases', 'SELECT count(*) AS n FROM leases WHERE key_id = $1', [keyId]);
+      return num(r?.n ?? 0);
+    },
     async usage(keyId) {
       const r = await pool.query('SELECT * FROM usage WHERE key_id = $1 ORDER BY seq', [keyId]);
       return (r.rows as UsageRow[]).map(usageFromRow);

@@ -199,6 +199,9 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
     async inFlight(keyId) {
       return (st().getState.get(keyId) as { in_flight: number } | undefined)?.in_flight ?? 0;
     },
+    async openLeases(keyId) {
+      return (st().countLeases.get(keyId) as { n: number }).n;
+    },
     async usage(keyId) {
       return (st().usageOf.all(keyId) as UsageRow[]).map(usageFromRow);
     },
@@ -227,6 +230,7 @@ function prepare(db: Database.Database) {
     dropMonth: db.prepare('UPDATE usage_months SET used = used - 1 WHERE key_id = ? AND month = ?'),
     insertLease: db.prepare('INSERT INTO leases (id, key_id, operation, render, month, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
     getLease: db.prepare('SELECT id, key_id, operation, render, month, created_at FROM leases WHERE id = ?'),
+    countLeases: db.prepare('SELECT count(*) AS n FROM leases WHERE key_id = ?'),
     deleteLease: db.prepare('DELETE FROM leases WHERE id = ?'),
     dueLeases: db.prepare('SELECT id, key_id, operation, render, month, created_at FROM leases WHERE expires_at <= ? ORDER BY expires_at LIMIT 1000'),
     hasUsage: db.prepare('SELECT 1 FROM usage WHERE lease_id = ?'),

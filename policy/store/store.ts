@@ -95,6 +95,8 @@ export interface PolicyStore {
   monthUsed(keyId: string, month: string): Promise<number>;
   /** Render places a key holds now. */
   inFlight(keyId: string): Promise<number>;
+  /** Leases of a key granted and not yet settled or expired (renders and pings alike). */
+  openLeases(keyId: string): Promise<number>;
   /** The ledger of a key, oldest first. */
   usage(keyId: string): Promise<UsageRecord[]>;
   /** Answers when the store can serve (readiness). */

@@ -11,9 +11,17 @@ export interface Reply {
 
 const UNSTABLE = new Set(['date', 'connection', 'keep-alive']);
 
-export function request(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Reply> {
+/** One request on a fresh connection, or on `agent`'s kept-alive ones. */
+export function request(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+  agent: http.Agent | false = false,
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -31,4 +39,12 @@ export function request(port: number, method: string, path: string, headers: Rec
   });
 }
 
-export const settleBody = (o: Record<string, unknown>) => JSON.stringify(o);
+/** A client that keeps up to `connections` connections open, as Envoy and renderers do. */
+export function pooledClient(port: number, connections: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  return {
+    request: (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
+      request(port, method, path, headers, body, agent),
+    close: () => agent.destroy(),
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * The real `bin/tintype` as a child process, for the tests that must see the program operators
+ * run: crash and restart (kill -9), the keys command, and every line the process writes.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tintype');
+
+/**
+ * The command line of `bin/tintype <args>`. Through env(1) because tap's process tracking puts
+ * its own loader into a child's NODE_OPTIONS, and that loader cannot load the extensionless
+ * launcher; env execs, so the pid is the tintype process's own (kill -9 reaches it).
+ */
+function command(args: string[]): [string, string[]] {
+  return ['/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, ...args]];
+}
+
+/** Settings a child inherits from nothing: only PATH, HOME and what the test gives it. */
+function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, HOME: process.env.HOME, TINTYPE_LOG_LEVEL: 'debug', ...env };
+}
+
+/** Runs `bin/tintype <args>` to its end; resolves with its exit code and output. */
+export function runTintype(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(...command(args), { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** A running `tintype policy`. */
+export interface PolicyProcess {
+  port: number;
+  pid: number;
+  /** Everything the process wrote so far, stdout and stderr. */
+  output(): string;
+  /** Sends `signal` and waits for the process to be gone. */
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+/** Starts `bin/tintype policy` on a free port and waits for its `listening` line. */
+export function startPolicyProcess(env: Record<string, string>): Promise<PolicyProcess> {
+  const child: ChildProcess = spawn(...command(['policy']), { env: childEnv({ PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let pending = '';
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return new Promise((resolve, reject) => {
+    const fail = (why: string) => reject(new Error(`tintype policy ${why}:\n${out}`));
+    child.once('error', (err) => fail(err.message));
+    const early = (code: number | null, signal: string | null) => fail(`exited (${code ?? signal}) before listening`);
+    child.once('exit', early);
+    child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    child.stderr!.on('data', (c: Buffer) => {
+      const text = c.toString('utf8');
+      out += text;
+      pending += text;
+      let nl;
+      while ((nl = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, nl);
+        pending = pending.slice(nl + 1);
+        let entry: { event?: string; port?: number } | undefined;
+        try {
+          entry = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        if (entry?.event === 'listening' && typeof entry.port === 'number') {
+          child.off('exit', early);
+          resolve({
+            port: entry.port,
+            pid: child.pid!,
+            output: () => out,
+            async kill(signal) {
+              if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+              await exited;
+            },
+          });
+        }
+      }
+    });
+  });
+}
