@@ -9,9 +9,14 @@ import { createKey } from '../../policy/keys.ts';
 import { BUILT_IN_PLANS } from '../../policy/plans.ts';
 import { createPolicyServer } from '../../policy/server.ts';
 import { type StoreKind, fakeClock, storeHome } from './stores.ts';
-import { request } from './http.ts';
+import { type Reply, pooledClient, request } from './http.ts';
 
-const PLANS = { ...BUILT_IN_PLANS, tiny: { monthlyQuota: 2, perMinute: 3, concurrentRenders: 1 } };
+const PLANS = {
+  ...BUILT_IN_PLANS,
+  tiny: { monthlyQuota: 2, perMinute: 3, concurrentRenders: 1 },
+  three: { monthlyQuota: 20, perMinute: 100_000, concurrentRenders: 3 },
+  seven: { monthlyQuota: 7, perMinute: 100_000, concurrentRenders: 2 },
+};
 
 async function serve(t: Test, kind: StoreKind, timeoutMs?: number) {
   const home = await storeHome(kind);
@@ -126,7 +131,6 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     clock.set('2026-09-01T00:00:00Z');
     const settled = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: first.headers['x-tintype-lease'], status: 200, cache: 'hit' }));
     t.equal(settled.status, 204);
-    clock.set('2026-08-31T23:59:59.500Z'); // still August for the quota
     clock.set('2026-09-01T00:00:30Z');
     const fresh = await request(port, 'GET', '/authz/v1/ping', auth);
     t.equal(fresh.status, 200, 'a new month and window');
@@ -178,7 +182,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
   });
 
   t.test('a store that cannot answer fails closed: 503 busy, nothing granted, nothing metered', async (t) => {
-    const { port, key, home, store, clock } = await serve(t, kind, 300);
+    const { port, key, home, store } = await serve(t, kind, 300);
     const k = await key('pro');
     const auth = { authorization: `Bearer ${k.secret}` };
     const before = await request(port, 'POST', '/authz/v1/pdf', auth);
@@ -205,6 +209,72 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const s = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: before.headers['x-tintype-lease'], status: 200, cache: 'miss' }));
     t.equal(s.status, 204, 'the retried settle lands once the store is back');
     t.equal((await store.usage(k.id)).length, 1);
-    void clock;
+  });
+
+  t.test('parallel HTTP checks on two replicas and many connections never pass the quota, the places or the window', async (t) => {
+    const home = await storeHome(kind);
+    const clock = fakeClock('2026-10-31T23:58:00Z');
+    const config = loadConfig({ PORT: '0', ...home.env });
+    const logger = createLogger('policy', { sink: () => {} });
+    // Two policy processes' worth of state: each replica has its own store (its own pool on PostgreSQL).
+    const replicas = [0, 1].map(() => createPolicyServer({ config, logger, store: home.open(), plans: PLANS, clock: clock.now, host: '127.0.0.1' }));
+    for (const r of replicas) await r.start();
+    const clients = replicas.map((r) => pooledClient(r.address().port, 16));
+    t.teardown(async () => {
+      for (const c of clients) c.close();
+      for (const r of replicas) await r.stop();
+      await home.drop();
+    });
+    const store = replicas[0]!.store;
+    const key = (plan: string) => createKey(store, PLANS, { plan, now: clock.now() });
+    /** `n` checks at once, alternating replicas. */
+    const burst = (n: number, method: string, path: string, secret: string): Promise<Reply[]> =>
+      Promise.all(Array.from({ length: n }, (_, i) => clients[i % 2]!.request(method, path, { authorization: `Bearer ${secret}` })));
+    const errors = (rs: Reply[]) => rs.filter((r) => r.status !== 200).map((r) => JSON.parse(r.body).error as string);
+
+    // Monthly quota: 7 a month, 100 calls at once grant exactly 7.
+    const q = await key('seven');
+    const pings = await burst(100, 'GET', '/authz/v1/ping', q.secret);
+    t.equal(pings.filter((r) => r.status === 200).length, 7, '100 parallel calls, quota 7: exactly 7 granted');
+    t.ok(errors(pings).every((e) => e === 'quota_exceeded'), 'the rest quota_exceeded');
+    t.equal(await store.monthUsed(q.id, '2026-10'), 7);
+
+    // Burst window: 60 a minute, 100 calls at once grant exactly 60.
+    const w = await key('free');
+    const window = await burst(100, 'GET', '/authz/v1/ping', w.secret);
+    t.equal(window.filter((r) => r.status === 200).length, 60, '100 parallel calls, 60 a minute: exactly 60 granted');
+    t.ok(errors(window).every((e) => e === 'rate_limited'));
+
+    // Render places and quota together: rounds of 40 renders at once race the settles of the
+    // round before. A round's own grants are not settled within it, so they hold places together:
+    // never more than 3. Every settle is metered, so over all rounds exactly 20 are granted.
+    const k = await key('three');
+    let held: string[] = [];
+    let total = 0;
+    let maxRound = 0;
+    const refusals = new Set<string>();
+    for (let round = 0; round < 40 && total < 20; round++) {
+      const settles = held.map((lease, i) =>
+        clients[i % 2]!.request('POST', '/settle', {}, JSON.stringify({ lease, status: 200, cache: 'miss' })));
+      const [checks, settled] = await Promise.all([burst(40, 'POST', '/authz/v1/pdf', k.secret), Promise.all(settles)]);
+      t.ok(settled.every((r) => r.status === 204), `round ${round}: settles acknowledged`);
+      held = checks.filter((r) => r.status === 200).map((r) => String(r.headers['x-tintype-lease']));
+      for (const e of errors(checks)) refusals.add(e);
+      maxRound = Math.max(maxRound, held.length);
+      t.equal(await store.inFlight(k.id), held.length, `round ${round}: the store holds exactly the round's grants`);
+      total += held.length;
+    }
+    t.ok(maxRound <= 3 && maxRound > 0, `at most 3 renders granted at once (${maxRound})`);
+    t.equal(total, 20, 'exactly the monthly quota granted over all rounds');
+    t.same([...refusals].filter((e) => e !== 'concurrent_limit' && e !== 'quota_exceeded'), [], 'refusals are concurrent_limit or quota_exceeded');
+    for (const [i, lease] of held.entries()) {
+      t.equal((await clients[i % 2]!.request('POST', '/settle', {}, JSON.stringify({ lease, status: 200 }))).status, 204);
+    }
+    const spent = await burst(40, 'POST', '/authz/v1/pdf', k.secret);
+    t.ok(errors(spent).length === 40 && errors(spent).every((e) => e === 'quota_exceeded'), 'then only quota_exceeded');
+    const ledger = await store.usage(k.id);
+    t.equal(ledger.filter((u) => u.metered).length, 20, 'the ledger holds the 20');
+    t.equal(await store.monthUsed(k.id, '2026-10'), 20);
+    t.equal(await store.inFlight(k.id), 0);
   });
 }
