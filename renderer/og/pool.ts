@@ -1,0 +1,258 @@
+/**
+ * The drawing pool (issue 4, speed): drawing a card blocks its thread for milliseconds, so cards
+ * are drawn on worker threads, never on the event loop that serves requests. Everything is
+ * bounded (STYLE.md habit 5): threads, the queue (one more card is 503 `busy`, spec Part 7) and
+ * each card's time from arrival to answer (waiting included). A thread that crashes or overruns
+ * is replaced; the card it held is answered 502 `render_failed` or 504 `render_timeout`, never
+ * left hanging.
+ */
+import { Worker } from 'node:worker_threads';
+import { ServiceError } from '../../lib/errors.ts';
+import type { Lifecycle } from '../../lib/lifecycle.ts';
+import type { OgCard } from './fields.ts';
+import type { DrawRequest, ThreadMessage } from './worker-protocol.ts';
+
+/** Settings of the pool; each has a default fit for a small renderer. */
+export interface OgPoolOptions {
+  /** Drawing threads (TINTYPE_OG_THREADS). Default 2. */
+  threads?: number;
+  /** Cards that may wait for a thread (TINTYPE_OG_QUEUE); one more is 503 `busy`. Default 64. */
+  maxQueue?: number;
+  /** Longest a card may take from `draw()` to its PNG, waiting included. Default 10 s. */
+  drawTimeoutMs?: number;
+  /** Worker module; tests pass one that crashes or hangs on purpose. Default ./worker.ts. */
+  entry?: URL;
+  /** Wait before replacing a thread that died before it was ready, so a broken set-up cannot spin. */
+  respawnDelayMs?: number;
+}
+
+/** Counters for metrics and tests. */
+export interface OgPoolStats {
+  threads: number;
+  ready: number;
+  busy: number;
+  queued: number;
+  /** Threads replaced after a crash or an overrun since start. */
+  replaced: number;
+}
+
+/** The pool of drawing threads. */
+export interface OgPool extends Lifecycle {
+  /** Draws a card to PNG bytes on a worker thread. `signal` aborts a card nobody waits for. */
+  draw(card: OgCard, signal?: AbortSignal): Promise<Buffer>;
+  stats(): OgPoolStats;
+}
+
+interface Job {
+  id: number;
+  card: OgCard;
+  resolve(png: Buffer): void;
+  reject(err: Error): void;
+  timer: NodeJS.Timeout;
+  signal: AbortSignal | undefined;
+  onAbort: () => void;
+  /** Settles when the card has left the pool, answered or not. */
+  done: Promise<unknown>;
+}
+
+interface Thread {
+  worker: Worker;
+  ready: boolean;
+  job: Job | undefined;
+  /** Set when the pool ended this thread on purpose (overrun, stop). */
+  ending: boolean;
+}
+
+const DEFAULT_ENTRY = new URL('./worker.ts', import.meta.url);
+// A worker cannot reuse the parent's TypeScript loader (tsx registers per thread on Node 20),
+// so each thread registers it before importing its entry. Resolved here, from this checkout.
+const TSX_API = import.meta.resolve('tsx/esm/api');
+
+function bootstrap(entry: URL): string {
+  return `import(${JSON.stringify(TSX_API)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); });`;
+}
+
+/** Creates the pool; `start()` spawns its threads and resolves once every one is warm. */
+export function createOgPool(options: OgPoolOptions = {}): OgPool {
+  const size = options.threads ?? 2;
+  const maxQueue = options.maxQueue ?? 64;
+  const timeoutMs = options.drawTimeoutMs ?? 10_000;
+  const entry = options.entry ?? DEFAULT_ENTRY;
+  const respawnDelayMs = options.respawnDelayMs ?? 1_000;
+  if (!Number.isInteger(size) || size < 1) throw new RangeError('threads must be a whole number of at least 1');
+  if (!Number.isInteger(maxQueue) || maxQueue < 0) throw new RangeError('maxQueue must be a whole number of at least 0');
+
+  const threads = new Set<Thread>();
+  const queue: Job[] = [];
+  let running = false;
+  let nextId = 1;
+  let replaced = 0;
+  const respawns = new Set<NodeJS.Timeout>();
+
+  function settle(job: Job): void {
+    clearTimeout(job.timer);
+    job.signal?.removeEventListener('abort', job.onAbort);
+  }
+
+  function pump(): void {
+    for (const t of threads) {
+      if (queue.length === 0) return;
+      if (!t.ready || t.job !== undefined || t.ending) continue;
+      const job = queue.shift()!;
+      t.job = job;
+      t.worker.postMessage({ id: job.id, card: job.card } satisfies DrawRequest);
+    }
+  }
+
+  function spawn(): Promise<void> {
+    const worker = new Worker(bootstrap(entry), {
+      eval: true,
+      // A runaway card ends its own thread, not the renderer.
+      resourceLimits: { maxOldGenerationSizeMb: 512 },
+      stdout: false,
+      stderr: false,
+    });
+    const thread: Thread = { worker, ready: false, job: undefined, ending: false };
+    threads.add(thread);
+    return new Promise<void>((resolveReady, rejectReady) => {
+      worker.on('message', (m: ThreadMessage) => {
+        if (m.kind === 'ready') {
+          thread.ready = true;
+          resolveReady();
+          pump();
+          return;
+        }
+        const job = thread.job;
+        if (job === undefined || job.id !== m.id) return;
+        thread.job = undefined;
+        settle(job);
+        if (m.kind === 'drawn') job.resolve(Buffer.from(m.png));
+        else job.reject(new ServiceError('render_failed'));
+        pump();
+      });
+      worker.on('error', () => {
+        // 'exit' follows and does the accounting; the error's text may quote a card's field.
+      });
+      worker.on('exit', () => {
+        threads.delete(thread);
+        const job = thread.job;
+        thread.job = undefined;
+        if (job !== undefined) {
+          settle(job);
+          job.reject(new ServiceError('render_failed'));
+        }
+        if (!thread.ready) rejectReady(new Error('an OG drawing thread exited before it was ready'));
+        if (!running || thread.ending) return;
+        // Spec Part 7: a crash answers its own card 502; the pool heals for the next ones.
+        replaced++;
+        const delay = thread.ready ? 0 : respawnDelayMs;
+        const timer = setTimeout(() => {
+          respawns.delete(timer);
+          if (running) spawn().catch(() => undefined);
+        }, delay);
+        respawns.add(timer);
+      });
+    });
+  }
+
+  function overrun(job: Job): void {
+    const queued = queue.indexOf(job);
+    if (queued >= 0) {
+      queue.splice(queued, 1);
+    } else {
+      // The card is on a thread that has not answered in time: that thread is stuck, end it.
+      for (const t of threads) {
+        if (t.job === job) {
+          t.job = undefined;
+          void t.worker.terminate();
+          replaced++;
+          t.ending = true;
+          if (running) spawn().catch(() => undefined);
+        }
+      }
+    }
+    settle(job);
+    job.reject(new ServiceError('render_timeout'));
+  }
+
+  return {
+    async start() {
+      if (running) return;
+      running = true;
+      try {
+        await Promise.all(Array.from({ length: size }, () => spawn()));
+      } catch (err) {
+        await this.stop();
+        throw err;
+      }
+    },
+
+    async stop() {
+      running = false;
+      for (const timer of respawns) clearTimeout(timer);
+      respawns.clear();
+      for (const job of queue.splice(0)) {
+        settle(job);
+        job.reject(new ServiceError('busy'));
+      }
+      // Cards already on a thread finish (each is bounded by its own time limit), then threads end.
+      await Promise.all([...threads].map((t) => t.job?.done));
+      await Promise.all([...threads].map((t) => {
+        t.ending = true;
+        return t.worker.terminate();
+      }));
+      threads.clear();
+    },
+
+    healthy() {
+      if (!running) return false;
+      for (const t of threads) if (t.ready && !t.ending) return true;
+      return false;
+    },
+
+    draw(card, signal) {
+      if (!running) return Promise.reject(new ServiceError('busy'));
+      if (signal?.aborted) return Promise.reject(new ServiceError('render_failed'));
+      const idle = [...threads].some((t) => t.ready && t.job === undefined && !t.ending);
+      if (!idle && queue.length >= maxQueue) return Promise.reject(new ServiceError('busy'));
+      let job!: Job;
+      const answer = new Promise<Buffer>((resolve, reject) => {
+        job = {
+          id: nextId++,
+          card,
+          resolve,
+          reject,
+          signal,
+          timer: setTimeout(() => overrun(job), timeoutMs),
+          onAbort: () => {
+            // The client left: a waiting card leaves the queue; a card being drawn is let finish
+            // (milliseconds) and its bytes are dropped. Its time limit stays armed, so a thread
+            // stuck on an abandoned card is still ended.
+            const i = queue.indexOf(job);
+            if (i >= 0) {
+              queue.splice(i, 1);
+              settle(job);
+            }
+            reject(new ServiceError('render_failed'));
+          },
+          done: Promise.resolve(),
+        };
+      });
+      job.done = answer.then(() => undefined, () => undefined);
+      signal?.addEventListener('abort', job.onAbort, { once: true });
+      queue.push(job);
+      pump();
+      return answer;
+    },
+
+    stats() {
+      let ready = 0;
+      let busy = 0;
+      for (const t of threads) {
+        if (t.ready && !t.ending) ready++;
+        if (t.job !== undefined) busy++;
+      }
+      return { threads: threads.size, ready, busy, queued: queue.length, replaced };
+    },
+  };
+}

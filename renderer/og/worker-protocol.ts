@@ -1,0 +1,45 @@
+/**
+ * The messages between the drawing pool and its worker threads (pool.ts): the pool sends one
+ * card at a time, the thread answers with the PNG bytes (transferred, not copied) or an error.
+ */
+import { parentPort } from 'node:worker_threads';
+import type { OgCard } from './fields.ts';
+
+/** Pool to thread: draw this card. */
+export interface DrawRequest {
+  id: number;
+  card: OgCard;
+}
+
+/** Thread to pool: `ready` once after warming up, then one answer per request. */
+export type ThreadMessage =
+  | { kind: 'ready' }
+  | { kind: 'drawn'; id: number; png: ArrayBuffer }
+  | { kind: 'failed'; id: number; message: string };
+
+/**
+ * Serves draw requests on this worker thread with `draw` after `warmUp` has run. A thrown error
+ * answers that request only; the thread keeps serving.
+ */
+export function serveDrawing(warmUp: () => void, draw: (card: OgCard) => Uint8Array): void {
+  const port = parentPort;
+  if (port === null) throw new Error('serveDrawing runs only inside a worker thread');
+  warmUp();
+  port.on('message', (request: DrawRequest) => {
+    let answer: ThreadMessage;
+    const transfer: ArrayBuffer[] = [];
+    try {
+      const bytes = draw(request.card);
+      // Transfer a buffer that holds exactly the PNG (a pooled Buffer shares its memory).
+      const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer
+        ? bytes.buffer
+        : bytes.slice().buffer as ArrayBuffer;
+      answer = { kind: 'drawn', id: request.id, png: own };
+      transfer.push(own);
+    } catch (err) {
+      answer = { kind: 'failed', id: request.id, message: err instanceof Error ? err.message : String(err) };
+    }
+    port.postMessage(answer, transfer);
+  });
+  port.postMessage({ kind: 'ready' } satisfies ThreadMessage);
+}

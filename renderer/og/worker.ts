@@ -1,0 +1,5 @@
+/** Entry of a drawing thread (pool.ts): faces and grounds load once, then cards are drawn. */
+import { drawCard, warmUp } from './draw.ts';
+import { serveDrawing } from './worker-protocol.ts';
+
+serveDrawing(warmUp, drawCard);
