@@ -14,6 +14,7 @@ const PLANS: Plans = {
   // Small limits so boundaries are cheap to reach; burst high so it never interferes.
   tiny: { monthlyQuota: 3, perMinute: 1000, concurrentRenders: 2 },
   edge: { monthlyQuota: 2, perMinute: 3, concurrentRenders: 1 },
+  corner: { monthlyQuota: 3, perMinute: 3, concurrentRenders: 2 },
 };
 const TTL = 45_000;
 
@@ -130,6 +131,57 @@ export function rulesSuite(t: Test, kind: StoreKind): void {
       t.same(body(await policy.check(bearer(k.secret), 'ping')), { error: 'quota_exceeded', limit: 3, month, resetsAt }, `${name}: spent`);
       clock.set(resetsAt);
       t.equal((await policy.check(bearer(k.secret), 'ping')).allow, true, `${name}: 00:00:00 of the next month grants`);
+    }
+  });
+
+  t.test('the last second of a month is the last of a window: both start again at 00:00:00', async (t) => {
+    const rows: Array<[string, string, string, string]> = [
+      ['28-day February', '2026-02-28T23:59:59.000Z', '2026-02', '2026-03'],
+      ['30-day September', '2026-09-30T23:59:59.000Z', '2026-09', '2026-10'],
+      ['31-day October', '2026-10-31T23:59:59.000Z', '2026-10', '2026-11'],
+    ];
+    const { clock, policy, key, store } = await setup(t, kind, '2026-01-01T00:00:00Z');
+    for (const [name, lastSecond, month, next] of rows) {
+      clock.set(lastSecond);
+      const k = await key('corner'); // 3 a minute and 3 a month
+      const seen: Decision[] = [];
+      for (let i = 0; i < 4; i++) seen.push(await policy.check(bearer(k.secret), 'ping'));
+      t.same(seen.map((d) => d.rate?.remaining), [2, 1, 0, 0], `${name}: limit - 1, limit, limit + 1`);
+      t.same(seen.map((d) => d.allow), [true, true, true, false], name);
+      t.same(body(seen[3]!), { error: 'rate_limited', limit: 3, windowSec: 60, retryAfterSec: 1 }, `${name}: the window answers first`);
+      clock.set(Date.parse(lastSecond) + 1000); // 00:00:00.000 of the next month
+      const first = await policy.check(bearer(k.secret), 'ping');
+      t.equal(first.allow, true, `${name}: 00:00:00 grants`);
+      t.same(first.rate, { limit: 3, remaining: 2 }, `${name}: in a fresh window`);
+      t.equal(await store.monthUsed(k.id, month), 3, `${name}: the old month keeps its 3`);
+      t.equal(await store.monthUsed(k.id, next), 1, `${name}: the new month starts at 1`);
+    }
+  });
+
+  t.test('a call checked at 23:59:59 and settled after midnight counts in the month it was checked', async (t) => {
+    const { clock, policy, key, store } = await setup(t, kind, '2026-04-30T23:59:59Z');
+    const k = await key('corner');
+    const metered = await policy.check(bearer(k.secret), 'og');
+    const unmetered = await policy.check(bearer(k.secret), 'og');
+    if (!metered.allow || !unmetered.allow) throw new Error('not granted');
+    clock.set('2026-05-01T00:00:01Z');
+    t.equal(await policy.settle({ lease: metered.leaseId, status: 200, cache: 'miss' }), 'settled');
+    t.equal(await policy.settle({ lease: unmetered.leaseId, status: 400 }), 'settled');
+    t.equal(await store.monthUsed(k.id, '2026-04'), 1, 'April: the metered call');
+    t.equal(await store.monthUsed(k.id, '2026-05'), 0, 'May: nothing');
+    t.match(await store.usage(k.id), [{ month: '2026-04', metered: true }, { month: '2026-04', metered: false }]);
+  });
+
+  t.test('render places: limit - 1, limit, limit + 1', async (t) => {
+    const rows: Array<[string, number]> = [['free', 1], ['starter', 2], ['pro', 2], ['scale', 2], ['corner', 2]];
+    const { policy, key, store } = await setup(t, kind, '2026-05-05T10:00:00Z');
+    for (const [plan, places] of rows) {
+      const k = await key(plan);
+      const seen: Decision[] = [];
+      for (let i = 0; i < places + 1; i++) seen.push(await policy.check(bearer(k.secret), i % 2 === 0 ? 'screenshot' : 'og'));
+      t.ok(seen.slice(0, places).every((d) => d.allow), `${plan}: up to the limit of ${places} granted`);
+      t.same(body(seen[places]!), { error: 'concurrent_limit', limit: places }, `${plan}: limit + 1 refused`);
+      t.equal(await store.inFlight(k.id), places, `${plan}: ${places} held`);
     }
   });
 
