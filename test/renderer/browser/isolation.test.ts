@@ -123,21 +123,21 @@ t.test('pod: the proxy settings alone keep loopback, names and UDP behind the gu
     const r = await pool.render(
       job(async (page) => {
         await page.goto(`${site.origin}/`, { waitUntil: 'load' });
-        return page.evaluate(async (server) => {
-          const pc = new RTCPeerConnection({ iceServers: [{ urls: server }] });
-          const candidates: string[] = [];
-          pc.onicecandidate = (e) => {
-            if (e.candidate) candidates.push(e.candidate.candidate);
-          };
+        // A string: the test's TypeScript has no DOM types; this runs in the page.
+        const script = `(async () => {
+          const pc = new RTCPeerConnection({ iceServers: [{ urls: ${JSON.stringify(stun)} }] });
+          const candidates = [];
+          pc.onicecandidate = (e) => { if (e.candidate) candidates.push(e.candidate.candidate); };
           pc.createDataChannel('x');
           await pc.setLocalDescription(await pc.createOffer());
-          await new Promise<void>((done) => {
+          await new Promise((done) => {
             if (pc.iceGatheringState === 'complete') return done();
             pc.onicegatheringstatechange = () => pc.iceGatheringState === 'complete' && done();
           });
           pc.close();
           return candidates;
-        }, stun);
+        })()`;
+        return (await page.evaluate(script)) as string[];
       }),
     );
     t.same(
