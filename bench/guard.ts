@@ -1,0 +1,184 @@
+/**
+ * The guard's cost (issue 2, "Done means"; DESIGN.md §7): requests per second and the latency
+ * it adds, through the real `bin/tintype guard` process against a direct connection to the same
+ * loopback HTTP server, in the same run. Targets: p50 added ≤ 1 ms, ≥ 1,500 proxied req/s on
+ * 2 cores.
+ *
+ * The target server runs in a process of its own, so client, guard and target do not share an
+ * event loop. GUARD_ALLOW_CIDRS opens 127.0.0.5/32, the target's address, for this bench only.
+ * Three ways in: direct (baseline), through the guard to the address literally, and through
+ * the guard by a name it resolves at a loopback DNS server (one lookup per request, as Chromium's
+ * traffic reaches it). Latency is measured on one kept-alive connection, one request at a time;
+ * throughput with `--connections` kept-alive connections.
+ *
+ * `npm run bench -- guard [--seconds N] [--connections N]`
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startDnsServer } from '../test/policy/guard/dns-server.ts';
+import { percentile, printMachine, round2 } from './machine.ts';
+
+const { values: opts } = parseArgs({
+  args: process.argv.slice(3),
+  options: { seconds: { type: 'string', default: '5' }, connections: { type: 'string', default: '16' } },
+});
+const SECONDS = Number(opts.seconds);
+const CONNECTIONS = Number(opts.connections);
+const TARGET_HOST = '127.0.0.5';
+const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/tintype');
+
+/** A plain keep-alive HTTP server answering a small body, in its own process; resolves its port. */
+const TARGET_SOURCE = `
+const http = require('node:http');
+const body = Buffer.alloc(1024, 'x');
+const server = http.createServer((req, res) => {
+  req.resume();
+  res.writeHead(200, { 'content-type': 'text/plain', 'content-length': body.length });
+  res.end(body);
+});
+server.keepAliveTimeout = 60000;
+server.listen(0, '${TARGET_HOST}', () => process.stdout.write(server.address().port + '\\n'));
+`;
+
+function startTarget(): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, ['-e', TARGET_SOURCE], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout!.once('data', (c: Buffer) => resolve({ child, port: Number(c.toString().trim()) }));
+    child.once('exit', (code) => reject(new Error(`target exited ${code}`)));
+  });
+}
+
+/** `bin/tintype guard` with its log in a file (as a container runtime would collect it). */
+async function startGuard(env: Record<string, string>, dir: string): Promise<{ child: ChildProcess; port: number }> {
+  const logPath = path.join(dir, 'guard.log');
+  const log = openSync(logPath, 'w');
+  const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'guard'], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'ignore', log],
+  });
+  for (let i = 0; i < 400; i += 1) {
+    const lines = readFileSync(logPath, 'utf8').split('\n').filter((l) => l.startsWith('{'));
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    const listening = parsed.find((l) => l.event === 'guard.listening');
+    if (listening !== undefined && parsed.some((l) => l.event === 'guard.admin_listening')) {
+      return { child, port: Number(listening.port) };
+    }
+    if (child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`tintype guard did not start: ${readFileSync(logPath, 'utf8')}`);
+}
+
+interface Way {
+  name: string;
+  /** Where the client connects. */
+  host: string;
+  port: number;
+  /** The request target: origin-form direct, absolute-form through the guard. */
+  path: string;
+}
+
+function once(agent: http.Agent, way: Way): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: way.host, port: way.port, path: way.path, agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+interface Figures {
+  perSec: number;
+  p50: number;
+  p99: number;
+  errors: number;
+}
+
+/** `connections` loops of back-to-back requests for `seconds` after a warm-up second. */
+async function drive(way: Way, connections: number, seconds: number): Promise<{ perSec: number; samples: number[]; errors: number }> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const samples: number[] = [];
+  let errors = 0;
+  const warmEnd = performance.now() + 1000;
+  const end = warmEnd + seconds * 1000;
+  const loop = async (): Promise<void> => {
+    while (performance.now() < end) {
+      const t0 = performance.now();
+      const status = await once(agent, way);
+      if (t0 < warmEnd) continue;
+      if (status !== 200) errors += 1;
+      else samples.push(performance.now() - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, loop));
+  agent.destroy();
+  return { perSec: Math.round(samples.length / seconds), samples, errors };
+}
+
+async function measure(way: Way): Promise<Figures> {
+  const latency = await drive(way, 1, SECONDS);
+  const load = await drive(way, CONNECTIONS, SECONDS);
+  const f = {
+    perSec: load.perSec,
+    p50: round2(percentile(latency.samples, 50)),
+    p99: round2(percentile(latency.samples, 99)),
+    errors: latency.errors + load.errors,
+  };
+  console.log(
+    `${way.name.padEnd(26)} ${String(f.perSec).padStart(6)} req/s (${CONNECTIONS} connections)  ` +
+      `latency p50 ${f.p50} ms p99 ${f.p99} ms (one at a time)${f.errors > 0 ? `  errors ${f.errors}` : ''}`,
+  );
+  return f;
+}
+
+printMachine();
+console.log(`guard bench: ${SECONDS} s per phase after 1 s warm-up; 1 KiB answers from a loopback server in its own process`);
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-guard-'));
+const dns = await startDnsServer((name, type) => ({ addresses: name === 'target.bench' && type === 'A' ? [TARGET_HOST] : [] }));
+const target = await startTarget();
+const guard = await startGuard(
+  { PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_ALLOW_CIDRS: `${TARGET_HOST}/32`, GUARD_DNS_SERVERS: dns.server },
+  dir,
+);
+try {
+  const direct = await measure({ name: 'direct (baseline)', host: TARGET_HOST, port: target.port, path: '/page' });
+  const literal = await measure({ name: 'guard, address', host: '127.0.0.1', port: guard.port, path: `http://${TARGET_HOST}:${target.port}/page` });
+  const named = await measure({ name: 'guard, name + DNS lookup', host: '127.0.0.1', port: guard.port, path: `http://target.bench:${target.port}/page` });
+  const addedP50 = round2(literal.p50 - direct.p50);
+  const addedP99 = round2(literal.p99 - direct.p99);
+  const namedAddedP50 = round2(named.p50 - direct.p50);
+  console.log(`added by the guard: p50 ${addedP50} ms, p99 ${addedP99} ms (by name with a lookup: p50 ${namedAddedP50} ms)`);
+  console.log(`targets: p50 added <= 1 ms: ${addedP50 <= 1 ? 'met' : 'NOT met'}; >= 1500 proxied req/s: ${literal.perSec >= 1500 ? 'met' : 'NOT met'}`);
+  console.log(
+    JSON.stringify({
+      bench: 'guard',
+      per_s: literal.perSec,
+      p50_ms: literal.p50,
+      p99_ms: literal.p99,
+      p50_added_ms: addedP50,
+      p99_added_ms: addedP99,
+      named_per_s: named.perSec,
+      named_p50_ms: named.p50,
+      named_p50_added_ms: namedAddedP50,
+      connections: CONNECTIONS,
+      errors: direct.errors + literal.errors + named.errors,
+      baseline: 'direct',
+      baseline_per_s: direct.perSec,
+      baseline_p50_ms: direct.p50,
+      baseline_p99_ms: direct.p99,
+    }),
+  );
+} finally {
+  guard.child.kill('SIGTERM');
+  target.child.kill('SIGTERM');
+  await dns.close();
+  rmSync(dir, { recursive: true, force: true });
+}
