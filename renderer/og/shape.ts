@@ -3,6 +3,7 @@
  * that has glyphs for it, or as a colour emoji image. Widths are measured with the face each
  * cluster is actually drawn with (issue 4), in em so they scale with the font size.
  */
+import { joinArabic } from './arabic.ts';
 import { emojiFiles } from './emoji.ts';
 import { faces, type Face, type OtGlyph, type Role } from './faces.ts';
 
@@ -16,6 +17,8 @@ export interface Cluster {
   readonly face?: Face;
   /** Glyphs with their offset from the cluster's start, in em. */
   readonly glyphs?: readonly { glyph: OtGlyph; x: number }[];
+  /** The same cluster mirrored, drawn where it falls in a right-to-left run (brackets). */
+  mirror?: Cluster;
   /** Emoji image files drawn side by side. */
   readonly emoji?: readonly string[];
   readonly space: boolean;
@@ -35,14 +38,21 @@ const LETTER = /^[\p{L}\p{M}]/u;
 // Default-ignorable characters that draw nothing: ZWSP, ZWNJ, ZWJ, word joiner, variation selectors.
 const INVISIBLE = /^[\u200b-\u200d\u2060\ufe00-\ufe0f\u{e0100}-\u{e01ef}\u{e0020}-\u{e007f}]$/u;
 
+// Vowel signs written before the consonant they follow in the text (Devanagari, Bengali,
+// Gurmukhi, Gujarati, Oriya, Tamil, Malayalam). With no shaping engine to reorder them, the
+// cluster draws them first, so "कि" is not drawn as "क" followed by "ि".
+const PRE_BASE = /^[\u093f\u09bf\u09c7\u09c8\u0a3f\u0abf\u0b47\u0bc6-\u0bc8\u0d46-\u0d48]$/u;
+
 const graphemes = new Intl.Segmenter('und', { granularity: 'grapheme' });
 const words = new Intl.Segmenter('und', { granularity: 'word' });
 
 function bidiOf(text: string): BidiClass {
-  if (RTL.test(text[0] ?? '')) return 'R';
+  // Digits first: Arabic-Indic digits belong to the Arabic script but read left to right.
+  if (DIGIT.test(text)) return 'EN';
+  // Arabic number separators and the Arabic percent sign are neutrals that join numbers, not letters.
+  if (SEPARATOR.test(text) || TERMINATOR.test(text)) return 'N';
   const first = String.fromCodePoint(text.codePointAt(0) ?? 32);
   if (RTL.test(first)) return 'R';
-  if (DIGIT.test(text)) return 'EN';
   if (LETTER.test(text)) return 'L';
   return 'N';
 }
@@ -55,9 +65,29 @@ function pickFace(chain: readonly Face[], cps: readonly number[]): Face {
   return chain.find((f) => f.covers(visible[0]!)) ?? chain[0]!;
 }
 
+function covered(face: Face, cps: readonly number[]): boolean {
+  return cps.every((cp) => face.covers(cp) || INVISIBLE.test(String.fromCodePoint(cp)));
+}
+
+function glyphRun(face: Face, cps: readonly number[]): { glyphs: { glyph: OtGlyph; x: number }[]; em: number } {
+  const glyphs: { glyph: OtGlyph; x: number }[] = [];
+  let em = 0;
+  for (const cp of cps) {
+    if (INVISIBLE.test(String.fromCodePoint(cp))) continue;
+    const glyph = face.glyph(cp);
+    glyphs.push({ glyph, x: em });
+    em += (glyph.advanceWidth ?? 0) / face.unitsPerEm;
+  }
+  return { glyphs, em };
+}
+
+// Brackets and quotes that a right-to-left run draws mirrored (bidi rule L4), "(نعم)" not ")نعم(".
+const MIRROR = new Map(['()', ')(', '[]', '][', '{}', '}{', '<>', '><', '«»', '»«', '‹›', '›‹'].map((p) => [p[0]!, p[1]!]));
+
 /** Shapes cleaned text for a role into clusters, with break opportunities marked. */
-export function shape(text: string, role: Role): Cluster[] {
+export function shape(input: string, role: Role): Cluster[] {
   const chain = faces().chain(role);
+  const text = joinArabic(input, (cp) => chain.some((f) => f.covers(cp)));
   const wordStarts = new Set<number>();
   const breakAfterWord = new Set<number>();
   for (const w of words.segment(text)) {
@@ -81,16 +111,28 @@ export function shape(text: string, role: Role): Cluster[] {
       continue;
     }
     const cps = [...t].map((c) => c.codePointAt(0)!);
-    const face = pickFace(chain, cps);
-    const glyphs: { glyph: OtGlyph; x: number }[] = [];
-    let x = 0;
-    for (const cp of cps) {
-      if (INVISIBLE.test(String.fromCodePoint(cp))) continue;
-      const glyph = face.glyph(cp);
-      glyphs.push({ glyph, x });
-      x += (glyph.advanceWidth ?? 0) / face.unitsPerEm;
+    const preBase = cps.findIndex((cp, k) => k > 0 && PRE_BASE.test(String.fromCodePoint(cp)));
+    if (preBase > 0) cps.unshift(...cps.splice(preBase, 1));
+    let face = pickFace(chain, cps);
+    let drawn = cps;
+    if (!covered(face, cps)) {
+      // No face has it: a compatibility form (mathematical letters such as 𝔘, fullwidth forms,
+      // ligatures) is drawn as its plain equivalent rather than as an empty box.
+      const plain = [...t.normalize('NFKC')].map((c) => c.codePointAt(0)!);
+      const plainFace = pickFace(chain, plain);
+      if (plain.join() !== cps.join() && covered(plainFace, plain)) {
+        face = plainFace;
+        drawn = plain;
+      }
     }
-    clusters.push({ text: t, em: x, face, glyphs, space, breakBefore, bidi: space ? 'N' : bidiOf(t) });
+    const { glyphs, em } = glyphRun(face, drawn);
+    const mirrored = MIRROR.get(t);
+    const cluster: Cluster = { text: t, em, face, glyphs, space, breakBefore, bidi: space ? 'N' : bidiOf(t) };
+    if (mirrored !== undefined && face.covers(mirrored.codePointAt(0)!)) {
+      const m = glyphRun(face, [mirrored.codePointAt(0)!]);
+      cluster.mirror = { ...cluster, text: mirrored, glyphs: m.glyphs, em: m.em };
+    }
+    clusters.push(cluster);
   }
   return clusters;
 }
@@ -112,20 +154,21 @@ export function isRtlParagraph(clusters: readonly Cluster[]): boolean {
 export function visualOrder(line: readonly Cluster[], rtlParagraph: boolean): Cluster[] {
   const base = rtlParagraph ? 1 : 0;
   const n = line.length;
+  const cls = numberParts(line);
   const strong: ('L' | 'R' | undefined)[] = new Array(n);
   let last: 'L' | 'R' = rtlParagraph ? 'R' : 'L';
   for (let i = 0; i < n; i++) {
-    const b = line[i]!.bidi;
+    const b = cls[i]!;
     if (b === 'L' || b === 'R') last = b;
     // A number takes the direction of the strong text before it for neutral resolution.
     strong[i] = b === 'L' || b === 'R' ? b : b === 'EN' ? (last === 'R' ? 'R' : 'L') : undefined;
   }
   const levels = new Array<number>(n);
   for (let i = 0; i < n; i++) {
-    const c = line[i]!;
-    if (c.bidi === 'R') levels[i] = 1;
-    else if (c.bidi === 'L') levels[i] = rtlParagraph ? 2 : 0;
-    else if (c.bidi === 'EN') levels[i] = strong[i] === 'R' || rtlParagraph ? 2 : 0;
+    const c = cls[i]!;
+    if (c === 'R') levels[i] = 1;
+    else if (c === 'L') levels[i] = rtlParagraph ? 2 : 0;
+    else if (c === 'EN') levels[i] = strong[i] === 'R' || rtlParagraph ? 2 : 0;
     else {
       let before: 'L' | 'R' = rtlParagraph ? 'R' : 'L';
       for (let j = i - 1; j >= 0; j--) if (strong[j] !== undefined) { before = strong[j]!; break; }
@@ -147,7 +190,28 @@ export function visualOrder(line: readonly Cluster[], rtlParagraph: boolean): Cl
       i = j;
     }
   }
-  return out;
+  // Rule L4: a mirrorable character at an odd (right-to-left) level is drawn mirrored.
+  return out.map((c, k) => (lv[k]! % 2 === 1 && c.mirror !== undefined ? c.mirror : c));
+}
+
+// Rules W4 and W5 of the bidi algorithm: one separator between two digits, and percent or
+// currency signs next to digits, are part of the number, so "98.6%" stays whole in RTL text.
+const SEPARATOR = /^[.,:/\u066b\u066c\u060c]$/u;
+const TERMINATOR = /^[%\u066a\u2030#$\u00a2-\u00a5\u00b0\u20a0-\u20cf+\u2212-]$/u;
+
+function numberParts(line: readonly Cluster[]): BidiClass[] {
+  const cls = line.map((c) => c.bidi);
+  const n = cls.length;
+  for (let i = 1; i < n - 1; i++) {
+    if (cls[i] === 'N' && cls[i - 1] === 'EN' && cls[i + 1] === 'EN' && SEPARATOR.test(line[i]!.text)) cls[i] = 'EN';
+  }
+  for (let i = 1; i < n; i++) {
+    if (cls[i] === 'N' && cls[i - 1] === 'EN' && TERMINATOR.test(line[i]!.text)) cls[i] = 'EN';
+  }
+  for (let i = n - 2; i >= 0; i--) {
+    if (cls[i] === 'N' && cls[i + 1] === 'EN' && TERMINATOR.test(line[i]!.text)) cls[i] = 'EN';
+  }
+  return cls;
 }
 
 function reverse<T>(a: T[], from: number, to: number): void {

@@ -44,7 +44,8 @@ function paintStack(surface: Surface, specs: BlockSpec[], box: Rect, regions: Re
 
 function paintFooter(surface: Surface, p: Palette, left: { slot: string; text: string } | undefined, brand: string | undefined, regions: Regions): void {
   if (left !== undefined) {
-    const b = place({ slot: left.slot, text: left.text, role: 'regular', sizes: sizes(26, 18, 2), maxLines: () => 1, leading: 1.4, colour: p.muted, gapBefore: 0 }, FOOTER_LEFT);
+    // The left slot's text keeps to the left edge whatever its direction (spec 4.5 rule 5).
+    const b = place({ slot: left.slot, text: left.text, role: 'regular', sizes: sizes(26, 18, 2), maxLines: () => 1, leading: 1.4, colour: p.muted, gapBefore: 0, align: 'start' }, FOOTER_LEFT);
     paintBlock(surface, b);
     regions[left.slot] = b.region;
   }
