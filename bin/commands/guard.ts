@@ -6,7 +6,7 @@ import { createAdminServer } from '../../envoy/edge/admin.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
-import { createGuard } from '../../policy/guard/index.ts';
+import { createGuard, guardSettings } from '../../policy/guard/index.ts';
 import type { Command } from './command.ts';
 
 /** Proxy port of `tintype guard` (DESIGN.md §1) and its admin port. */
@@ -22,15 +22,9 @@ export const guardCommand: Command = {
     // A port when PORT is set or no socket is named; the socket when GUARD_SOCKET is set.
     const port = config.port ?? (config.guardSocket === undefined ? GUARD_PORT : undefined);
     const guard = createGuard({
+      ...guardSettings(config),
       ...(port === undefined ? {} : { port, host: '0.0.0.0' }),
       ...(config.guardSocket === undefined ? {} : { socket: config.guardSocket }),
-      dnsServers: config.guardDnsServers,
-      dnsTimeoutMs: config.guardDnsTimeoutMs,
-      allowCidrs: config.guardAllowCidrs,
-      selfAddresses: config.guardSelfAddresses,
-      connectTimeoutMs: config.guardConnectTimeoutMs,
-      idleTimeoutMs: config.guardIdleTimeoutMs,
-      maxTunnels: config.guardMaxTunnels,
       logger,
       metrics: registry,
     });

@@ -8,7 +8,7 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { RenderTally } from '../../lib/guard-contract.ts';
-import { ConfigError } from '../../lib/config.ts';
+import { ConfigError, type Config } from '../../lib/config.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
 import { createLogger, type Logger } from '../../lib/log.ts';
 import type { Registry } from '../../lib/metrics.ts';
@@ -50,6 +50,30 @@ export interface GuardOptions {
   maxTallies?: number;
   /** How long stop() lets requests in flight finish before closing them. */
   stopGraceMs?: number;
+}
+
+/** The GUARD_* settings of lib/config.ts as guard options (listeners, logger and metrics apart). */
+export function guardSettings(
+  config: Pick<
+    Config,
+    | 'guardDnsServers'
+    | 'guardDnsTimeoutMs'
+    | 'guardAllowCidrs'
+    | 'guardSelfAddresses'
+    | 'guardConnectTimeoutMs'
+    | 'guardIdleTimeoutMs'
+    | 'guardMaxTunnels'
+  >,
+): GuardOptions {
+  return {
+    dnsServers: config.guardDnsServers,
+    dnsTimeoutMs: config.guardDnsTimeoutMs,
+    allowCidrs: config.guardAllowCidrs,
+    selfAddresses: config.guardSelfAddresses,
+    connectTimeoutMs: config.guardConnectTimeoutMs,
+    idleTimeoutMs: config.guardIdleTimeoutMs,
+    maxTunnels: config.guardMaxTunnels,
+  };
 }
 
 /** A running guard. */

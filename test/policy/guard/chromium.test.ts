@@ -14,15 +14,13 @@
  * allowCidrs ['127.0.0.5/32'] for that server only; every other loopback address stays refused.
  */
 import http from 'node:http';
-import puppeteer, { type Browser } from 'puppeteer-core';
 import t, { type Test } from 'tap';
 import { createLogger } from '../../../lib/log.ts';
 import { Registry } from '../../../lib/metrics.ts';
 import { createGuard } from '../../../policy/guard/index.ts';
 import { NXDOMAIN, startDnsServer, type Zone } from './dns-server.ts';
-import { closeServer, listenOn, startCanary, touch } from './helpers.ts';
+import { closeServer, eventually, guardedContext, launchChromium, listenOn, startCanary, touch } from './helpers.ts';
 
-const CHROMIUM = '/usr/bin/chromium-headless-shell';
 const PAGE_HOST = '127.0.0.5';
 const CANARY_HOST = '127.0.0.2';
 
@@ -105,24 +103,7 @@ await guard.start();
 await background.start();
 const proxy = `http://127.0.0.1:${guard.address().port}`;
 
-const browser: Browser = await puppeteer.launch({
-  executablePath: CHROMIUM,
-  headless: 'shell',
-  pipe: true,
-  args: [
-    `--proxy-server=http://127.0.0.1:${background.address().port}`,
-    '--proxy-bypass-list=<-loopback>',
-    '--disable-quic',
-    '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
-    '--webrtc-ip-handling-policy=disable_non_proxied_udp',
-    '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--no-first-run',
-    '--disable-gpu',
-    '--no-sandbox', // the tests run as root, where Chromium's sandbox refuses to start
-  ],
-});
+const browser = await launchChromium(`http://127.0.0.1:${background.address().port}`);
 
 t.teardown(async () => {
   await browser.close();
@@ -137,26 +118,17 @@ t.teardown(async () => {
 const refusals = registry.counter('tintype_guard_refusals_total', '');
 const refused = (): number => guard.unnamedTally().blocked;
 
-/** Waits (bounded) until the guard has refused something more than `before`. */
-async function refusedSince(before: number): Promise<boolean> {
-  for (let i = 0; i < 400; i += 1) {
-    if (refused() > before) return true;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return false;
-}
-
 /** Opens `path` of the page server in a fresh context that uses the guard, and waits for a refusal. */
 async function scenario(t: Test, path: string): Promise<void> {
   const before = refused();
   const privateBefore = refusals.get({ reason: 'private_address' });
-  const context = await browser.createBrowserContext({ proxyServer: proxy, proxyBypassList: ['<-loopback>'] });
+  const context = await guardedContext(browser, proxy);
   try {
     const page = await context.newPage();
     const pageRequestsBefore = pageRequests.length;
     await page.goto(`http://page.test:${pagePort}${path}`, { waitUntil: 'load', timeout: 15_000 }).catch(() => undefined);
     t.ok(pageRequests.slice(pageRequestsBefore).includes(`page.test:${pagePort} ${path}`), 'the page itself came through the guard');
-    t.ok(await refusedSince(before), 'the guard refused the fetch');
+    t.ok(await eventually(() => refused() > before), 'the guard refused the fetch');
     t.ok(refusals.get({ reason: 'private_address' }) > privateBefore, 'as private_address');
   } finally {
     await context.close();

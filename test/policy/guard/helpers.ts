@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import net from 'node:net';
+import puppeteer, { type Browser, type BrowserContext } from 'puppeteer-core';
 
 /** A TCP listener on a refused address; `accepted` must stay zero. */
 export interface Canary {
@@ -14,7 +15,8 @@ export interface Canary {
   close(): Promise<void>;
 }
 
-export async function startCanary(host: string): Promise<Canary> {
+/** Starts a canary on `host` (any free port unless `port` is given, e.g. 80 inside a test's own namespace). */
+export async function startCanary(host: string, port = 0): Promise<Canary> {
   let accepted = 0;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((s) => {
@@ -25,7 +27,7 @@ export async function startCanary(host: string): Promise<Canary> {
     // Answer like a web server would, so a leak would also be visible to the page.
     s.end('HTTP/1.1 200 OK\r\ncontent-length: 6\r\nconnection: close\r\n\r\nCANARY');
   });
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  await new Promise<void>((resolve) => server.listen(port, host, resolve));
   return {
     host,
     port: (server.address() as net.AddressInfo).port,
@@ -138,4 +140,47 @@ export function connectVia(
     req.on('error', reject);
     req.end();
   });
+}
+
+/** The Chromium the guard's browser tests drive (the headless shell). */
+export const CHROMIUM = '/usr/bin/chromium-headless-shell';
+
+/**
+ * Launches Chromium the way DESIGN.md §5 asks: a launch-level proxy for its own traffic,
+ * `<-loopback>` so loopback is not sent around it, no QUIC, no non-proxied WebRTC UDP, and
+ * host-resolver rules that resolve nothing locally (the proxy is reached by address).
+ */
+export function launchChromium(launchProxy: string): Promise<Browser> {
+  return puppeteer.launch({
+    executablePath: CHROMIUM,
+    headless: 'shell',
+    pipe: true,
+    args: [
+      `--proxy-server=${launchProxy}`,
+      '--proxy-bypass-list=<-loopback>',
+      '--disable-quic',
+      '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+      '--webrtc-ip-handling-policy=disable_non_proxied_udp',
+      '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-gpu',
+      '--no-sandbox', // the tests run as root, where Chromium's sandbox refuses to start
+    ],
+  });
+}
+
+/** A fresh browser context whose every request goes to `proxy`, loopback included. */
+export function guardedContext(browser: Browser, proxy: string): Promise<BrowserContext> {
+  return browser.createBrowserContext({ proxyServer: proxy, proxyBypassList: ['<-loopback>'] });
+}
+
+/** Waits, a bounded number of rounds, until `cond` holds; answers whether it did. */
+export async function eventually(cond: () => boolean, rounds = 400, everyMs = 25): Promise<boolean> {
+  for (let i = 0; i < rounds; i += 1) {
+    if (cond()) return true;
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  return cond();
 }
