@@ -19,12 +19,15 @@ export function warmUp(): void {
   ground('light');
 }
 
-/** Paints a card and returns its RGBA pixels (a view valid until the next card) and regions. */
-export function paintPixels(card: OgCard): { pixels: Uint8Array; regions: Regions } {
+/**
+ * Paints a card and returns its RGBA pixels (a view valid until the next card), the region of
+ * each slot drawn, and how much ink the slot clips cut off (tests: text must fit without them).
+ */
+export function paintPixels(card: OgCard): { pixels: Uint8Array; regions: Regions; clippedInk: number } {
   surface ??= new Surface();
   surface.paintGround(ground(card.theme));
   const regions = paintCard(surface, card);
-  return { pixels: surface.pixels, regions };
+  return { pixels: surface.pixels, regions, clippedInk: surface.clippedInk };
 }
 
 /** Draws a card as a 1200 x 630 PNG. */

@@ -22,6 +22,9 @@ export interface OutlineCommand {
 export interface OtGlyph {
   index: number;
   advanceWidth: number;
+  /** Bounding box in font units, from the glyph's header. */
+  yMin?: number;
+  yMax?: number;
   path: { commands: OutlineCommand[] };
 }
 interface OtFont {

@@ -44,7 +44,44 @@ interface Trial {
   size: number;
   lines: Line[];
   truncated: boolean;
+  /** Ink of the first line above its line box, and of the last line below it, in pixels. */
+  over: number;
+  under: number;
   height: number;
+}
+
+// Ink beyond the line box that layout makes room for; anything taller (stacks of combining
+// marks) is cut by the slot's clip rather than pushing every other slot away.
+const MAX_EXTENT_EM = 0.5;
+
+function baselineOffset(size: number, leading: number): number {
+  return (size * leading - size) / 2 + 0.8 * size;
+}
+
+// Sets a trial's height from its lines and the real ink extents of the faces drawn in it, so a
+// deep Arabic descender or a stacked Vietnamese accent gets room instead of being clipped.
+function measure(t: Trial): Trial {
+  const lh = t.size * t.spec.leading;
+  const above = baselineOffset(t.size, t.spec.leading);
+  const first = t.lines[0];
+  const last = t.lines[t.lines.length - 1];
+  const cap = MAX_EXTENT_EM * t.size;
+  t.over = first === undefined ? 0 : Math.min(cap, Math.max(0, lineAscent(first) * t.size - above));
+  t.under = last === undefined ? 0 : Math.min(cap, Math.max(0, lineDescent(last) * t.size - (lh - above)));
+  t.height = t.lines.length * lh + t.over + t.under;
+  return t;
+}
+
+function lineAscent(line: Line): number {
+  let a = 0;
+  for (const c of line.clusters) if (c.ascent > a) a = c.ascent;
+  return a;
+}
+
+function lineDescent(line: Line): number {
+  let d = 0;
+  for (const c of line.clusters) if (c.descent > d) d = c.descent;
+  return d;
 }
 
 // Blocks shrink in proportion: step k of n takes each block the same fraction down its sizes.
@@ -52,7 +89,7 @@ function trial(spec: BlockSpec, clusters: Cluster[], step: number, steps: number
   const last = spec.sizes.length - 1;
   const size = spec.sizes[steps <= 1 ? 0 : Math.round((step * last) / (steps - 1))]!;
   const w = wrap(clusters, width / size, spec.maxLines(size), spec.role);
-  return { spec, clusters, size, lines: w.lines, truncated: w.truncated, height: w.lines.length * size * spec.leading };
+  return measure({ spec, clusters, size, lines: w.lines, truncated: w.truncated, over: 0, under: 0, height: 0 });
 }
 
 function totalHeight(trials: readonly Trial[]): number {
@@ -75,21 +112,22 @@ export function stack(specs: readonly BlockSpec[], box: Rect): PlacedBlock[] {
     if (tallest.lines.length <= 1) break;
     const w = wrap(tallest.clusters, width / tallest.size, tallest.lines.length - 1, tallest.spec.role);
     tallest.lines = w.lines;
-    tallest.height = w.lines.length * tallest.size * tallest.spec.leading;
+    measure(tallest);
   }
   let y = box.y0;
   return chosen.map((t, i) => {
     if (i > 0) y += t.spec.gapBefore;
-    const top = y;
+    const top = y + t.over;
     y += t.height;
     const gapAfter = chosen[i + 1]?.spec.gapBefore ?? BLEED * 2;
+    const bleedBefore = i === 0 ? BLEED : Math.min(BLEED, t.spec.gapBefore / 2);
     const region: Rect = {
       x0: box.x0 - 8,
       x1: box.x1 + 8,
-      y0: Math.floor(top - Math.min(BLEED, t.spec.gapBefore / 2)),
-      y1: Math.ceil(top + t.height + Math.min(BLEED, gapAfter / 2)),
+      y0: Math.floor(top - t.over - bleedBefore),
+      y1: Math.ceil(y + Math.min(BLEED, gapAfter / 2)),
     };
-    return { spec: t.spec, size: t.size, lines: t.lines, rtl: isRtlParagraph(t.clusters), top, region: i === 0 ? { ...region, y0: Math.floor(top - BLEED) } : region };
+    return { spec: t.spec, size: t.size, lines: t.lines, rtl: isRtlParagraph(t.clusters), top, region };
   });
 }
 

@@ -25,6 +25,9 @@ export interface Cluster {
   /** Whether a line may start at this cluster. */
   readonly breakBefore: boolean;
   readonly bidi: BidiClass;
+  /** Highest ink above the baseline and lowest below it, in em (for room between slots). */
+  readonly ascent: number;
+  readonly descent: number;
 }
 
 /** Advance of one emoji image in em. */
@@ -69,17 +72,34 @@ function covered(face: Face, cps: readonly number[]): boolean {
   return cps.every((cp) => face.covers(cp) || INVISIBLE.test(String.fromCodePoint(cp)));
 }
 
-function glyphRun(face: Face, cps: readonly number[]): { glyphs: { glyph: OtGlyph; x: number }[]; em: number } {
+interface GlyphRun {
+  glyphs: { glyph: OtGlyph; x: number }[];
+  em: number;
+  ascent: number;
+  descent: number;
+}
+
+function glyphRun(face: Face, cps: readonly number[]): GlyphRun {
   const glyphs: { glyph: OtGlyph; x: number }[] = [];
   let em = 0;
+  let ascent = 0;
+  let descent = 0;
   for (const cp of cps) {
     if (INVISIBLE.test(String.fromCodePoint(cp))) continue;
     const glyph = face.glyph(cp);
     glyphs.push({ glyph, x: em });
     em += (glyph.advanceWidth ?? 0) / face.unitsPerEm;
+    // The glyph's header (its bounding box) is read when its outline is first used.
+    if (glyph.yMax === undefined) void glyph.path.commands;
+    ascent = Math.max(ascent, (glyph.yMax ?? 0) / face.unitsPerEm);
+    descent = Math.max(descent, -(glyph.yMin ?? 0) / face.unitsPerEm);
   }
-  return { glyphs, em };
+  return { glyphs, em, ascent, descent };
 }
+
+// An emoji image spans from 0.86 em above the baseline to 0.18 em below it (paint-text.ts).
+const EMOJI_ASCENT = 0.86;
+const EMOJI_DESCENT = 0.18;
 
 // Brackets and quotes that a right-to-left run draws mirrored (bidi rule L4), "(نعم)" not ")نعم(".
 const MIRROR = new Map(['()', ')(', '[]', '][', '{}', '}{', '<>', '><', '«»', '»«', '‹›', '›‹'].map((p) => [p[0]!, p[1]!]));
@@ -87,7 +107,8 @@ const MIRROR = new Map(['()', ')(', '[]', '][', '{}', '}{', '<>', '><', '«»', 
 /** Shapes cleaned text for a role into clusters, with break opportunities marked. */
 export function shape(input: string, role: Role): Cluster[] {
   const chain = faces().chain(role);
-  const text = joinArabic(input, (cp) => chain.some((f) => f.covers(cp)));
+  // Composed forms first: a face's own "é" sits better than "e" with a mark placed by default.
+  const text = joinArabic(input.normalize('NFC'), (cp) => chain.some((f) => f.covers(cp)));
   const wordStarts = new Set<number>();
   const breakAfterWord = new Set<number>();
   for (const w of words.segment(text)) {
@@ -107,7 +128,7 @@ export function shape(input: string, role: Role): Cluster[] {
     previousSpace = space;
     const files = emojiFiles(t);
     if (files !== undefined) {
-      clusters.push({ text: t, em: EMOJI_ADVANCE * files.length, emoji: files, space, breakBefore, bidi: 'N' });
+      clusters.push({ text: t, em: EMOJI_ADVANCE * files.length, emoji: files, space, breakBefore, bidi: 'N', ascent: EMOJI_ASCENT, descent: EMOJI_DESCENT });
       continue;
     }
     const cps = [...t].map((c) => c.codePointAt(0)!);
@@ -125,9 +146,9 @@ export function shape(input: string, role: Role): Cluster[] {
         drawn = plain;
       }
     }
-    const { glyphs, em } = glyphRun(face, drawn);
+    const { glyphs, em, ascent, descent } = glyphRun(face, drawn);
     const mirrored = MIRROR.get(t);
-    const cluster: Cluster = { text: t, em, face, glyphs, space, breakBefore, bidi: space ? 'N' : bidiOf(t) };
+    const cluster: Cluster = { text: t, em, face, glyphs, space, breakBefore, bidi: space ? 'N' : bidiOf(t), ascent, descent };
     if (mirrored !== undefined && face.covers(mirrored.codePointAt(0)!)) {
       const m = glyphRun(face, [mirrored.codePointAt(0)!]);
       cluster.mirror = { ...cluster, text: mirrored, glyphs: m.glyphs, em: m.em };

@@ -24,6 +24,13 @@ export class Surface {
   readonly bitmap = PImage.make(CARD_WIDTH, CARD_HEIGHT);
   readonly width = CARD_WIDTH;
   readonly height = CARD_HEIGHT;
+  /**
+   * Ink that a clip cut off since the ground was painted (coverage summed, 255 = one pixel).
+   * Layout keeps text inside its slot; the clip is the last guard, and tests read this to see
+   * that it was not needed.
+   */
+  clippedInk = 0;
+
   get pixels(): Uint8Array {
     return this.bitmap.data as Uint8Array;
   }
@@ -31,6 +38,7 @@ export class Surface {
   /** Replaces every pixel with a prepared ground of the same size. */
   paintGround(ground: Uint8Array): void {
     this.pixels.set(ground);
+    this.clippedInk = 0;
   }
 
   /** Blends a coverage mask in one colour at an integer offset, inside the clip. */
@@ -40,6 +48,9 @@ export class Surface {
     const y0 = Math.max(clip.y0, mask.top + dy, 0);
     const x1 = Math.min(clip.x1, mask.left + dx + mask.width, this.width);
     const y1 = Math.min(clip.y1, mask.top + dy + mask.height, this.height);
+    if (x0 !== mask.left + dx || y0 !== mask.top + dy || x1 !== mask.left + dx + mask.width || y1 !== mask.top + dy + mask.height) {
+      this.clippedInk += lostCoverage(mask.alpha, mask.width, mask.height, 1, 0, x0 - mask.left - dx, y0 - mask.top - dy, x1 - mask.left - dx, y1 - mask.top - dy);
+    }
     const [r, g, b] = colour;
     const scale = opacity / 255;
     for (let y = y0; y < y1; y++) {
@@ -80,6 +91,9 @@ export class Surface {
     const y0 = Math.max(clip.y0, dy, 0);
     const x1 = Math.min(clip.x1, dx + image.width, this.width);
     const y1 = Math.min(clip.y1, dy + image.height, this.height);
+    if (x0 !== dx || y0 !== dy || x1 !== dx + image.width || y1 !== dy + image.height) {
+      this.clippedInk += lostCoverage(src, image.width, image.height, 4, 3, x0 - dx, y0 - dy, x1 - dx, y1 - dy);
+    }
     for (let y = y0; y < y1; y++) {
       let s = ((y - dy) * image.width + (x0 - dx)) * 4;
       let o = (y * this.width + x0) * 4;
@@ -93,4 +107,17 @@ export class Surface {
       }
     }
   }
+}
+
+// Coverage of the pixels of a w x h image outside the kept rectangle [kx0, kx1) x [ky0, ky1).
+function lostCoverage(alpha: Uint8Array, w: number, h: number, step: number, offset: number, kx0: number, ky0: number, kx1: number, ky1: number): number {
+  let lost = 0;
+  for (let y = 0; y < h; y++) {
+    const inside = y >= ky0 && y < ky1;
+    for (let x = 0; x < w; x++) {
+      if (inside && x >= kx0 && x < kx1) continue;
+      lost += alpha[(y * w + x) * step + offset]!;
+    }
+  }
+  return lost / 255;
 }
