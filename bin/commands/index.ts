@@ -3,12 +3,13 @@ import { notBuilt, type Command } from './command.ts';
 import { guardCommand } from './guard.ts';
 import { keysCommand } from './keys.ts';
 import { policyCommand } from './policy.ts';
+import { rendererCommand } from './renderer.ts';
 import { startCommand } from './start.ts';
 
 export const commands: Record<string, Command> = {
   start: startCommand,
   policy: policyCommand,
-  renderer: notBuilt('the renderer server'),
+  renderer: rendererCommand,
   guard: guardCommand,
   controller: notBuilt('the Kubernetes operator'),
   keys: keysCommand,
