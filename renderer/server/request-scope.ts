@@ -7,7 +7,10 @@
  * - after the answer is written (or abandoned), one outcome — status, error code, cache — handed
  *   to the settler, the metrics and the access log. An abandoned answer settles as 499, which is
  *   not metered (lib/errors.ts isMetered), and only after the handler let go of its slot.
+ * - the trace context the edge sent (`traceparent`, DESIGN.md §6), so the render's spans and the
+ *   settle call join the request's trace.
  */
+import { ROOT_CONTEXT, context, propagation } from '@opentelemetry/api';
 import type { Middleware } from 'koa';
 import { ServiceError } from '../../lib/errors.ts';
 import { LEASE_HEADER, OPERATIONS, operationFor, type SettleRequest } from '../../lib/policy-contract.ts';
@@ -33,6 +36,7 @@ export interface Answered {
 
 export function requestScope(options: { now: () => number; onAnswered: (a: Answered) => void }): Middleware<RendererState> {
   return async (ctx, next) => {
+    const traced = propagation.extract(ROOT_CONTEXT, ctx.headers);
     const controller = new AbortController();
     ctx.state.signal = controller.signal;
     ctx.state.startedAt = options.now();
@@ -50,7 +54,7 @@ export function requestScope(options: { now: () => number; onAnswered: (a: Answe
       if (!finished) controller.abort();
       // Settle only once the handler has let go (its slot freed), so the concurrency place
       // policy frees is really free.
-      void handlerDone.then(() => {
+      void handlerDone.then(() => context.with(traced, () => {
         const status = finished ? ctx.res.statusCode : CLIENT_CLOSED;
         const render = operation !== undefined && OPERATIONS[operation].render;
         options.onAnswered({
@@ -63,10 +67,10 @@ export function requestScope(options: { now: () => number; onAnswered: (a: Answe
           durationMs: options.now() - ctx.state.startedAt,
           state: ctx.state,
         });
-      });
+      }));
     });
     try {
-      await next();
+      await context.with(traced, next);
     } finally {
       release();
     }
