@@ -1,8 +1,9 @@
 /**
  * The typefaces of the card (spec 4.5 rule 6, issue 4): Noto Sans for Latin, Cyrillic and Greek,
  * Noto Sans Mono for `statValue`, `start` and `target`, and fallback faces for Arabic, Hebrew,
- * Devanagari, Thai and CJK. All are TrueType (glyf) files from Debian packages listed in
- * scripts/apt-packages.txt (fonts-noto-core, fonts-droid-fallback); pureimage parses them with
+ * Devanagari, Thai and CJK (Droid Sans Fallback; Nanum Gothic for Hangul). All are TrueType
+ * (glyf) files from Debian packages listed in scripts/apt-packages.txt (fonts-noto-core,
+ * fonts-noto-mono, fonts-droid-fallback, fonts-nanum), never fetched at run time; pureimage parses them with
  * its opentype.js, which reads glyf outlines and BMP cmaps only, so code points above U+FFFF that
  * are not emoji draw as the face's empty box (spec 4.5 rule 6). Faces load once per worker.
  */
@@ -38,6 +39,8 @@ interface OtFont {
 /** One loaded face. `covers` says whether the face has its own glyph for a code point. */
 export interface Face {
   readonly name: string;
+  /** The TrueType file the face was read from. */
+  readonly file: string;
   readonly unitsPerEm: number;
   covers(codePoint: number): boolean;
   glyph(codePoint: number): OtGlyph;
@@ -48,6 +51,8 @@ export type Role = 'bold' | 'regular' | 'mono';
 
 const NOTO = '/usr/share/fonts/truetype/noto';
 const DROID = '/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf';
+// Hangul, which the Droid fallback lacks (Debian fonts-nanum, TrueType).
+const NANUM = '/usr/share/fonts/truetype/nanum';
 
 // Fallbacks in the order tried; the CJK face comes last because it also covers Latin and Greek.
 const FALLBACKS: Record<'bold' | 'regular', string[]> = {
@@ -69,6 +74,7 @@ function loadFace(file: string, name: string, accepts?: (cp: number) => boolean)
   const notdef = font.glyphs.get(0)!;
   return {
     name,
+    file,
     unitsPerEm: font.unitsPerEm,
     covers: (cp) => (map[cp] ?? 0) !== 0 && (accepts === undefined || accepts(cp)),
     glyph: (cp) => font.glyphs.get(map[cp] ?? 0) ?? notdef,
@@ -78,6 +84,8 @@ function loadFace(file: string, name: string, accepts?: (cp: number) => boolean)
 /** Every face a worker needs, loaded once. */
 export interface FaceSet {
   chain(role: Role): readonly Face[];
+  /** Every face loaded, once each. */
+  all(): readonly Face[];
 }
 
 let loaded: FaceSet | undefined;
@@ -93,12 +101,16 @@ export function faces(): FaceSet {
   const mono = loadFace(noto('NotoSansMono-Bold'), 'NotoSansMono-Bold',
     (cp) => cp === PI || !GREEK.test(String.fromCodePoint(cp)));
   const cjk = loadFace(DROID, 'DroidSansFallbackFull');
+  const hangulBold = loadFace(`${NANUM}/NanumGothicBold.ttf`, 'NanumGothicBold');
+  const hangul = loadFace(`${NANUM}/NanumGothic.ttf`, 'NanumGothic');
   const symbols = optional(SYMBOLS);
-  const boldChain = [bold, ...optional(FALLBACKS.bold), cjk, ...symbols];
-  const regularChain = [regular, ...optional(FALLBACKS.regular), cjk, ...symbols];
+  const boldChain = [bold, ...optional(FALLBACKS.bold), cjk, hangulBold, ...symbols];
+  const regularChain = [regular, ...optional(FALLBACKS.regular), cjk, hangul, ...symbols];
   const monoChain = [mono, ...boldChain];
+  const every = [...new Set([...monoChain, ...regularChain])];
   loaded = {
     chain: (role) => (role === 'mono' ? monoChain : role === 'bold' ? boldChain : regularChain),
+    all: () => every,
   };
   return loaded;
 }

@@ -91,7 +91,7 @@ export const SCRIPTS: Readonly<Record<string, SampleTexts>> = {
     statLabel: '稼働率（過去30日）',
     start: '東京',
     target: '大阪',
-    hint: 'どちらが近い？',
+    hint: 'どちらが近い？ 어느 쪽이 가까울까요?',
     footer: '例え.jp',
     brand: '活字',
   },
