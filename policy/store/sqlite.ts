@@ -11,6 +11,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { type Checkpointer, startCheckpointer } from './sqlite-checkpointer.ts';
 import type {
   KeyRecord,
   PolicyStore,
@@ -81,7 +82,12 @@ export interface SqliteStoreOptions {
   synchronous?: 'normal' | 'full';
   /** How long a write waits for another process's lock before failing (and the check failing closed). */
   busyTimeoutMs?: number;
+  /** Checkpoint the WAL from a worker thread (sqlite-checkpointer.ts); off for short-lived admin commands. */
+  backgroundCheckpoints?: boolean;
 }
+
+/** WAL pages after which a commit checkpoints by itself: only a backstop when the worker falls behind. */
+const AUTOCHECKPOINT_BACKSTOP_PAGES = 10_000;
 
 interface LeaseRow {
   id: string;
@@ -104,6 +110,12 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
   db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
   db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 2000}`);
   db.pragma('foreign_keys = ON');
+  let checkpointer: Checkpointer | undefined;
+  if (file !== ':memory:' && options.backgroundCheckpoints !== false) {
+    db.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_BACKSTOP_PAGES}`);
+    db.pragma(`journal_size_limit = ${64 * 2 ** 20}`);
+    checkpointer = startCheckpointer(file);
+  }
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
 
   // Statements are prepared lazily: the tables exist only after migrate().
@@ -210,6 +222,7 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
       probeTx.immediate();
     },
     async close() {
+      await checkpointer?.stop();
       if (db.open) db.close();
     },
   };
