@@ -1,0 +1,268 @@
+/**
+ * The renderer's cost (issue 5, "Done means"; DESIGN.md §7): p50/p95 latency and renders/s of
+ * html-to-image of a small document at concurrency 1 and 2, and of pdf, through the real
+ * `bin/tintype renderer` process (own guard, netns isolation, a fresh context per render, the
+ * file cache storing every answer), against a baseline measured in the same run: plain
+ * puppeteer-core with the same Chromium binary, a new browser context and page per render, the
+ * same concurrency. Then the renderer's memory after 500 renders, and its growth over them.
+ *
+ * Every request carries a distinct document, so nothing is served from the cache.
+ * Memory is the renderer process tree (node, Chromium, relays): RSS summed (an upper bound, as
+ * Chromium's processes share pages) and PSS summed (shared pages divided among their users).
+ *
+ * Targets on 2 cores: ≥ 1.5× the baseline's renders/s, html-to-image p50 ≤ 100 ms,
+ * memory ≤ 400 MB + 80 MB per slot with no growth over the 500 renders.
+ *
+ * `npm run bench -- render [--renders N] [--memory-renders N]`
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import puppeteer, { type Browser } from 'puppeteer-core';
+import { chromiumExecutable } from '../renderer/browser/index.ts';
+import { percentile, printMachine, round2 } from './machine.ts';
+
+const { values: opts } = parseArgs({
+  args: process.argv.slice(3),
+  options: { renders: { type: 'string', default: '100' }, 'memory-renders': { type: 'string', default: '500' } },
+});
+const RENDERS = Number(opts.renders);
+const MEMORY_RENDERS = Number(opts['memory-renders']);
+const SLOTS = 2;
+const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/tintype');
+const CHROMIUM = chromiumExecutable({ chromiumPath: process.env.CHROMIUM_PATH });
+
+let serial = 0;
+/** A small document, different every time so the cache never answers. */
+function smallDocument(): string {
+  serial += 1;
+  return `<!doctype html><html><body style="font-family:sans-serif;margin:24px">
+<h1>Receipt ${serial}</h1><p>Thank you for your order. Two items, shipped today.</p>
+<table><tr><td>Widget</td><td>2</td><td>$4.00</td></tr><tr><td>Gadget</td><td>1</td><td>$9.50</td></tr></table>
+</body></html>`;
+}
+
+type Kind = 'html-to-image' | 'pdf';
+type RenderOnce = (kind: Kind, html: string) => Promise<number>;
+
+interface Figures {
+  p50_ms: number;
+  p95_ms: number;
+  per_s: number;
+}
+
+/** Runs `count` renders with `concurrency` workers; latency per render and renders/s overall. */
+async function measure(render: RenderOnce, kind: Kind, concurrency: number, count: number): Promise<Figures> {
+  const samples: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        next += 1;
+        const t0 = performance.now();
+        const bytes = await render(kind, smallDocument());
+        samples.push(performance.now() - t0);
+        if (bytes < 100) throw new Error(`a ${kind} render answered only ${bytes} bytes`);
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return { p50_ms: round2(percentile(samples, 50)), p95_ms: round2(percentile(samples, 95)), per_s: round2(count / seconds) };
+}
+
+/** The renderer under test: `bin/tintype renderer` with its own guard, on free ports. */
+async function startRenderer(dir: string): Promise<{ child: ChildProcess; base: string; admin: string }> {
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/root',
+    PORT: '0',
+    TINTYPE_ADMIN_PORT: '0',
+    TINTYPE_DATA_DIR: dir,
+    TINTYPE_SLOTS: String(SLOTS),
+    TINTYPE_LOG_LEVEL: 'info',
+    CHROMIUM_PATH: CHROMIUM,
+  };
+  const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'renderer'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  // The ports come from the `renderer.listening` log line; the log is drained (and dropped) after it.
+  const ports = await new Promise<{ port: number; admin: number }>((resolve, reject) => {
+    let buffered = '';
+    let found = false;
+    child.stderr!.on('data', (c: Buffer) => {
+      if (found) return;
+      buffered += c.toString('utf8');
+      const m = /"event":"renderer\.listening".*?"port":(\d+),"admin_port":(\d+)/.exec(buffered);
+      if (m !== null) {
+        found = true;
+        resolve({ port: Number(m[1]), admin: Number(m[2]) });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`renderer exited ${code}: ${buffered.slice(-2000)}`)));
+  });
+  const base = `http://127.0.0.1:${ports.port}`;
+  const admin = `http://127.0.0.1:${ports.admin}`;
+  for (let i = 0; i < 600; i++) {
+    if ((await fetch(`${admin}/healthz/ready`).catch(() => undefined))?.status === 200) return { child, base, admin };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the renderer did not become ready');
+}
+
+function rendererClient(base: string): RenderOnce {
+  let lease = 0;
+  return async (kind, html) => {
+    lease += 1;
+    const res = await fetch(`${base}/v1/${kind}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-tintype-lease': `bench-${lease}` },
+      body: JSON.stringify(kind === 'pdf' ? { html } : { html, width: 800, height: 600 }),
+    });
+    const body = await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`${kind} answered ${res.status}: ${Buffer.from(body).toString('utf8').slice(0, 200)}`);
+    return body.byteLength;
+  };
+}
+
+/** The baseline: plain puppeteer, same binary, a new context and page per render. */
+function baselineClient(browser: Browser): RenderOnce {
+  return async (kind, html) => {
+    const context = await browser.createBrowserContext();
+    try {
+      const page = await context.newPage();
+      if (kind === 'pdf') {
+        await page.setViewport({ width: 1280, height: 800 });
+        await page.setContent(html, { waitUntil: 'load' });
+        return (await page.pdf({ format: 'A4', printBackground: true })).byteLength;
+      }
+      await page.setViewport({ width: 800, height: 600 });
+      await page.setContent(html, { waitUntil: 'load' });
+      return (await page.screenshot({ type: 'png' })).byteLength;
+    } finally {
+      await context.close();
+    }
+  };
+}
+
+/** Summed RSS and PSS (MiB) of `pid` and all its descendants, from /proc. */
+function treeMemory(pid: number): { rssMb: number; pssMb: number; processes: number } {
+  const parent = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) for (const [child, pp] of parent) if (pp === tree[i]) tree.push(child);
+  let rss = 0;
+  let pss = 0;
+  for (const p of tree) {
+    try {
+      const rollup = readFileSync(`/proc/${p}/smaps_rollup`, 'utf8');
+      rss += Number(/^Rss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
+      pss += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return { rssMb: round2(rss / 1024), pssMb: round2(pss / 1024), processes: tree.length };
+}
+
+printMachine(CHROMIUM);
+console.log(`renders per figure: ${RENDERS} (after 10 warm-up renders); slots: ${SLOTS}; memory after ${MEMORY_RENDERS} renders`);
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-render-'));
+const renderer = await startRenderer(dir);
+const browser = await puppeteer.launch({
+  executablePath: CHROMIUM,
+  pipe: true,
+  headless: /headless[-_]shell/.test(CHROMIUM) ? 'shell' : true,
+  args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
+});
+
+try {
+  const ours = rendererClient(renderer.base);
+  const theirs = baselineClient(browser);
+  const results: Record<string, { tintype: Figures; baseline: Figures; ratio: number }> = {};
+  for (const [kind, concurrency] of [['html-to-image', 1], ['html-to-image', 2], ['pdf', 1], ['pdf', 2]] as const) {
+    await measure(ours, kind, concurrency, 10);
+    await measure(theirs, kind, concurrency, 10);
+    // Alternate halves so drift on a shared machine hits both sides alike.
+    const a1 = await measure(ours, kind, concurrency, RENDERS / 2);
+    const b1 = await measure(theirs, kind, concurrency, RENDERS / 2);
+    const a2 = await measure(ours, kind, concurrency, RENDERS / 2);
+    const b2 = await measure(theirs, kind, concurrency, RENDERS / 2);
+    const merge = (x: Figures, y: Figures): Figures => ({
+      p50_ms: round2((x.p50_ms + y.p50_ms) / 2), p95_ms: round2(Math.max(x.p95_ms, y.p95_ms)), per_s: round2((x.per_s + y.per_s) / 2),
+    });
+    const tintype = merge(a1, a2);
+    const baseline = merge(b1, b2);
+    const ratio = round2(tintype.per_s / baseline.per_s);
+    results[`${kind}_c${concurrency}`] = { tintype, baseline, ratio };
+    console.log(
+      `${kind.padEnd(13)} c=${concurrency}: tintype p50 ${tintype.p50_ms} ms, p95 ${tintype.p95_ms} ms, ${tintype.per_s}/s | ` +
+        `baseline p50 ${baseline.p50_ms} ms, p95 ${baseline.p95_ms} ms, ${baseline.per_s}/s | ${ratio}×`,
+    );
+  }
+  await browser.close();
+
+  // Memory: a first reading after 50 renders, the last after MEMORY_RENDERS, html-to-image at c=2.
+  const pid = renderer.child.pid!;
+  await measure(ours, 'html-to-image', SLOTS, 50);
+  await new Promise((r) => setTimeout(r, 1000));
+  const early = treeMemory(pid);
+  await measure(ours, 'html-to-image', SLOTS, MEMORY_RENDERS - 50);
+  await new Promise((r) => setTimeout(r, 1000));
+  const late = treeMemory(pid);
+  const boundMb = 400 + 80 * SLOTS;
+  console.log(`renderer memory after 50 renders: RSS ${early.rssMb} MiB, PSS ${early.pssMb} MiB (${early.processes} processes)`);
+  console.log(`renderer memory after ${MEMORY_RENDERS} renders: RSS ${late.rssMb} MiB, PSS ${late.pssMb} MiB (${late.processes} processes); bound ${boundMb} MB`);
+
+  const h1 = results['html-to-image_c1']!;
+  const h2 = results['html-to-image_c2']!;
+  console.log(
+    JSON.stringify({
+      bench: 'render',
+      renders: RENDERS,
+      slots: SLOTS,
+      html_to_image_c1_p50_ms: h1.tintype.p50_ms,
+      html_to_image_c1_p95_ms: h1.tintype.p95_ms,
+      html_to_image_c1_per_s: h1.tintype.per_s,
+      html_to_image_c2_p50_ms: h2.tintype.p50_ms,
+      html_to_image_c2_p95_ms: h2.tintype.p95_ms,
+      html_to_image_c2_per_s: h2.tintype.per_s,
+      pdf_c1_p50_ms: results['pdf_c1']!.tintype.p50_ms,
+      pdf_c1_per_s: results['pdf_c1']!.tintype.per_s,
+      pdf_c2_p50_ms: results['pdf_c2']!.tintype.p50_ms,
+      pdf_c2_per_s: results['pdf_c2']!.tintype.per_s,
+      baseline: 'puppeteer-core, same Chromium, new context and page per render',
+      baseline_html_to_image_c1_p50_ms: h1.baseline.p50_ms,
+      baseline_html_to_image_c1_per_s: h1.baseline.per_s,
+      baseline_html_to_image_c2_p50_ms: h2.baseline.p50_ms,
+      baseline_html_to_image_c2_per_s: h2.baseline.per_s,
+      baseline_pdf_c1_per_s: results['pdf_c1']!.baseline.per_s,
+      baseline_pdf_c2_per_s: results['pdf_c2']!.baseline.per_s,
+      ratio_html_to_image_c1: h1.ratio,
+      ratio_html_to_image_c2: h2.ratio,
+      ratio_pdf_c1: results['pdf_c1']!.ratio,
+      ratio_pdf_c2: results['pdf_c2']!.ratio,
+      memory_renders: MEMORY_RENDERS,
+      rss_mb_after_50: early.rssMb,
+      rss_mb_after_all: late.rssMb,
+      pss_mb_after_50: early.pssMb,
+      pss_mb_after_all: late.pssMb,
+      memory_bound_mb: boundMb,
+    }),
+  );
+} finally {
+  if (browser.connected) await browser.close();
+  renderer.child.kill('SIGTERM');
+  await new Promise((r) => renderer.child.once('exit', r));
+  rmSync(dir, { recursive: true, force: true });
+}
