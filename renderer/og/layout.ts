@@ -115,6 +115,7 @@ export function stack(specs: readonly BlockSpec[], box: Rect): PlacedBlock[] {
     measure(tallest);
   }
   let y = box.y0;
+  let previousBottom = -Infinity;
   return chosen.map((t, i) => {
     if (i > 0) y += t.spec.gapBefore;
     const top = y + t.over;
@@ -124,9 +125,11 @@ export function stack(specs: readonly BlockSpec[], box: Rect): PlacedBlock[] {
     const region: Rect = {
       x0: box.x0 - 8,
       x1: box.x1 + 8,
-      y0: Math.floor(top - t.over - bleedBefore),
+      // Whole pixels, and never above the block before: regions of a stack never share a row.
+      y0: Math.max(previousBottom, Math.floor(top - t.over - bleedBefore)),
       y1: Math.ceil(y + Math.min(BLEED, gapAfter / 2)),
     };
+    previousBottom = region.y1;
     return { spec: t.spec, size: t.size, lines: t.lines, rtl: isRtlParagraph(t.clusters), top, region };
   });
 }
