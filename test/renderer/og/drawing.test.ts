@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { DRAWS, TEMPLATES, THEMES, type OgCard, type TextField } from '../../../renderer/og/fields.ts';
 import { parseOgQuery } from '../../../renderer/og/query.ts';
 import { HOSTILE, SCRIPTS, fullCard, hostileTexts, minimalCard } from '../../../renderer/og/samples.ts';
@@ -15,7 +15,7 @@ function drawnSlots(card: OgCard): TextField[] {
 }
 
 /** The checks every card must pass, whatever its text. */
-function checkCard(t: Tap.Test, card: OgCard, name: string): void {
+function checkCard(t: Test, card: OgCard, name: string): void {
   const { ink, regions, clippedInk } = inked(card);
   const slots = drawnSlots(card);
   const names = Object.keys(regions);
