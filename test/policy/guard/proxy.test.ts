@@ -9,6 +9,7 @@
  * loopback stays refused, and the canaries on 127.0.0.2 and [::1] must see zero connections.
  */
 import http from 'node:http';
+import net from 'node:net';
 import t from 'tap';
 import { renderAuthorization } from '../../../lib/guard-contract.ts';
 import { createLogger } from '../../../lib/log.ts';
@@ -315,7 +316,7 @@ t.test('refusals are counted per render, named by Proxy-Authorization', async (t
   t.same(guard.takeTally(tokenA), { blocked: 0, firstReason: null });
 });
 
-t.test('the tunnel bound and the idle timeout are settings', async (t) => {
+t.test('the tunnel bound and the idle timeout are settings; failing targets are 502/504, not refusals', async (t) => {
   const small = createGuard({
     port: 0,
     dnsServers: [dns.server],
@@ -337,6 +338,18 @@ t.test('the tunnel bound and the idle timeout are settings', async (t) => {
   const third = await connectVia(p, `${TARGET_HOST}:${targetPort}`);
   t.equal(third.status, 200, 'a place is free again');
   third.socket!.destroy();
+
+  // A target that accepts and never answers: the guard gives up after the idle timeout.
+  const silent = net.createServer((s) => s.resume());
+  const silentPort = await listenOn(silent, TARGET_HOST);
+  t.teardown(() => closeServer(silent));
+  const hung = await viaGuard({ port: p }, `http://${TARGET_HOST}:${silentPort}/`);
+  t.equal(hung.status, 504, 'an upstream that never answers is a 504');
+  t.equal(hung.headers['x-guard-reason'], undefined, 'not a refusal');
+  // An allowed address where nothing listens.
+  const closedPort = silentPort === 65535 ? 65534 : silentPort + 1;
+  const refusedConn = await viaGuard({ port: p }, `http://${TARGET_HOST}:${closedPort}/`);
+  t.equal(refusedConn.status, 502, 'an upstream that refuses the connection is a 502');
 });
 
 t.test('decision lines carry the reason and never a URL, host, address or token', async (t) => {
