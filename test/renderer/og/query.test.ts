@@ -173,3 +173,62 @@ t.test('cache key: identical parameters, order irrelevant, versioned', async (t)
   t.not(ogCacheKey(a), ogCacheKey(d), 'theme matters');
   t.not(ogCacheKey(a), ogCacheKey(e), 'the field a value is in matters');
 });
+
+t.test('ceilings count code points of the cleaned text, not graphemes or UTF-16 units', async (t) => {
+  const base = { template: 'title', title: 'T' };
+  // A ZWJ sequence is one picture but three code points (woman, ZWJ, laptop).
+  const coder = '👩\u200d💻';
+  t.same(issuesOf(q({ ...base, kicker: coder.repeat(13) + 'a' })), [], '13 × 3 + 1 = 40 code points');
+  t.same(issuesOf(q({ ...base, kicker: coder.repeat(13) + 'ab' })), [
+    { path: 'kicker', message: 'kicker must be at most 40 characters' },
+  ], '41 code points');
+  // A combining mark is a code point of its own.
+  t.same(issuesOf(q({ ...base, kicker: 'e\u0301'.repeat(20) })), [], '20 × (e + acute) = 40');
+  t.same(issuesOf(q({ ...base, kicker: 'e\u0301'.repeat(20) + 'e' })), [
+    { path: 'kicker', message: 'kicker must be at most 40 characters' },
+  ], '41 with the marks counted');
+  // Removed controls and collapsed whitespace are not counted.
+  const padded = `${'a'.repeat(20)}\u200e\u202e\u2066\u0085\u007f${'a'.repeat(20)}`;
+  t.same(issuesOf(q({ ...base, kicker: padded })), [], 'controls inside are removed before counting');
+  t.same(issuesOf(q({ ...base, kicker: `${'a'.repeat(19)}\t\n\r  ${'a'.repeat(20)}` })), [], 'a whitespace run counts as one space');
+  t.same(issuesOf(q({ ...base, kicker: `${'a'.repeat(20)}\t\n\r  ${'a'.repeat(20)}` })), [
+    { path: 'kicker', message: 'kicker must be at most 40 characters' },
+  ], '20 + 1 + 20 = 41');
+  t.same(parseOgQuery(q({ ...base, kicker: padded })).kicker, 'a'.repeat(40), 'the card carries the cleaned text');
+});
+
+t.test('every parameter given twice is refused by name', async (t) => {
+  const all = ['theme', 'title', 'subtitle', 'kicker', 'footer', 'brand'];
+  for (const name of all) {
+    const search = new URLSearchParams({ template: 'title', title: 'T' });
+    search.set(name, name === 'theme' ? 'dark' : 'x');
+    search.append(name, name === 'theme' ? 'light' : 'y');
+    t.same(issuesOf(search), [{ path: name, message: `${name} must be given once` }], name);
+  }
+});
+
+t.test('with an unknown template the text fields are still checked', async (t) => {
+  t.same(issuesOf(q({ template: 'poster', title: 'x'.repeat(121), kicker: ' ' })), [
+    { path: 'template', message: 'template must be one of title, stat, board' },
+    { path: 'title', message: 'title must be at most 120 characters' },
+    { path: 'kicker', message: 'kicker must hold at least one printable character' },
+  ]);
+});
+
+t.test('the 400 body names every failing field by path (spec Part 7)', async (t) => {
+  let failure: unknown;
+  try {
+    parseOgQuery(q({ template: 'board', title: 'T', kicker: 'k', hint: '\u0000' }));
+  } catch (err) {
+    failure = err;
+  }
+  t.ok(failure instanceof ValidationFailure);
+  const answer = (failure as ValidationFailure).answer();
+  t.equal(answer.status, 400);
+  const body = answer.body as { success: boolean; error: { message: string; issues: FieldIssue[] } };
+  t.equal(body.success, false);
+  t.same(body.error.issues.map((i) => i.path), ['kicker', 'start', 'target', 'hint']);
+  for (const word of ['template=board does not draw kicker', 'template=board requires start', 'template=board requires target', 'hint must hold at least one printable character']) {
+    t.match(body.error.message, word);
+  }
+});
