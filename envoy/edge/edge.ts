@@ -83,9 +83,17 @@ export function createEdge(options: EdgeOptions): Edge {
   let inFlight = 0;
   let accepting = false;
 
-  /** After a 413 the rest of the body is dropped as it arrives, for a bounded time, then the socket goes. */
-  function refuseTooLarge(req: IncomingMessage, res: ServerResponse): void {
-    writeError(res, new ServiceError('payload_too_large'), { connection: 'close' });
+  /**
+   * After a 413 the rest of the body is dropped as it arrives, for a bounded time, then the
+   * socket goes. The connection is not closed at once: a client still writing its body would
+   * get a reset instead of reading its 413, even one that sent `connection: close` (so the
+   * connection is kept while the rest is read; the client closes it, or the timer does). A
+   * client that asked `expect: 100-continue` sends no body after a refusal, so its connection
+   * is closed with the answer.
+   */
+  function refuseTooLarge(req: IncomingMessage, res: ServerResponse, bodyComing = true): void {
+    if (bodyComing && !req.complete) res.shouldKeepAlive = true;
+    writeError(res, new ServiceError('payload_too_large'), bodyComing ? {} : { connection: 'close' });
     if (!req.complete) {
       req.resume();
       const timer = setTimeout(() => req.socket.destroy(), 5_000).unref();
@@ -182,7 +190,7 @@ export function createEdge(options: EdgeOptions): Edge {
   // curl and others ask before sending a large body: a body announced too large is refused unsent.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     if (announcedTooLarge(req, limit) && (req.url ?? '').startsWith(ROUTED_PREFIX)) {
-      refuseTooLarge(req, res);
+      refuseTooLarge(req, res, false);
       requests.inc({ operation: operationFor(req.url ?? '/') ?? 'other', status: '413' });
       return;
     }

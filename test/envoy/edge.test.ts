@@ -1,6 +1,7 @@
 /** The embedded edge against stand-ins for policy and the renderer (real sockets). */
 import t from 'tap';
 import http from 'node:http';
+import net from 'node:net';
 import { createEdge, type Edge } from '../../envoy/edge/edge.ts';
 import { createAdminServer } from '../../envoy/edge/admin.ts';
 import { MAX_BODY_BYTES } from '../../envoy/edge/contract.ts';
@@ -65,6 +66,35 @@ t.test('an oversized body with a bad key is 413, not 401', async (t) => {
   const a = await send({ port: r.port, method: 'POST', path: '/v1/pdf', headers: BAD, body: Buffer.alloc(MAX_BODY_BYTES + 1) });
   t.equal(a.status, 413);
   t.equal(r.policy.seen.length, 0);
+});
+
+t.test('after a 413 the rest of an announced body is read, not reset, even with connection: close', async (t) => {
+  const r = await rig(t);
+  const total = 64 * 1024 * 1024;
+  const sock = net.connect(r.port, '127.0.0.1');
+  await new Promise<void>((resolve) => sock.once('connect', () => resolve()));
+  let answer = '';
+  const answered = new Promise<void>((resolve) => sock.on('data', (c: Buffer) => {
+    answer += c.toString('latin1');
+    if (answer.includes('payload_too_large')) resolve();
+  }));
+  const failed = new Promise<string>((resolve) => sock.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error')));
+  sock.write(`POST /v1/pdf HTTP/1.1\r\nhost: x\r\nconnection: close\r\ncontent-length: ${total}\r\n\r\n`);
+  sock.write(Buffer.alloc(65_536, 0x20));
+  await answered;
+  t.match(answer, /^HTTP\/1\.1 413 /);
+  // The client goes on writing, as clients that do not read while they send do.
+  const piece = Buffer.alloc(1024 * 1024, 0x20);
+  const wrote = (async () => {
+    for (let sent = 65_536; sent < total; sent += piece.length) {
+      const n = Math.min(piece.length, total - sent);
+      if (sock.destroyed) return 'destroyed';
+      if (!sock.write(n === piece.length ? piece : piece.subarray(0, n))) await new Promise((res) => sock.once('drain', res));
+    }
+    return 'all written';
+  })();
+  t.equal(await Promise.race([wrote, failed]), 'all written', 'the rest of the body was taken, not reset');
+  sock.destroy();
 });
 
 t.test('a chunked body is refused while it streams, at limit + 1, and nothing reaches policy', async (t) => {
