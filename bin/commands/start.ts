@@ -99,13 +99,16 @@ export const startCommand: Command = {
       stopped.push(guard);
       await pool.start();
       stopped.push(pool);
+      const cache = createRenderCache(config, rendererLogger);
+      await cache.start();
+      stopped.push(cache);
       const policyUrl = `http://127.0.0.1:${policy.address().port}`;
       const renderer = createRendererServer({
         config: inner,
         logger: rendererLogger,
         registry,
         pool,
-        cache: createRenderCache(config, rendererLogger),
+        cache,
         settler: httpSettler(policyUrl, propagatingFetch()),
         judge: async (url) => {
           const j = await judgeUrl(url, guard.judge());
