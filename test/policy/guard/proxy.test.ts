@@ -352,6 +352,26 @@ t.test('the tunnel bound and the idle timeout are settings; failing targets are 
   t.equal(refusedConn.status, 502, 'an upstream that refuses the connection is a 502');
 });
 
+t.test('stop() lets an exchange in flight finish, then closes what is still open after the grace', async (t) => {
+  const g2 = createGuard({
+    port: 0,
+    allowCidrs: [`${TARGET_HOST}/32`],
+    stopGraceMs: 200,
+    logger: createLogger('guard', { sink: (line) => lines.push(line) }),
+  });
+  await g2.start();
+  const p = g2.address().port!;
+  const open = await connectVia(p, `${TARGET_HOST}:${targetPort}`);
+  t.equal(open.status, 200);
+  const closed = new Promise<void>((resolve) => open.socket!.on('close', () => resolve()).resume());
+  t.ok(g2.healthy());
+  await g2.stop('SIGTERM');
+  t.notOk(g2.healthy(), 'not healthy once stopped');
+  await closed;
+  t.pass('the open tunnel was closed');
+  await t.rejects(viaGuard({ port: p }, at('public.test')), 'no longer listening');
+});
+
 t.test('decision lines carry the reason and never a URL, host, address or token', async (t) => {
   const decisions = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.event === 'guard.decision');
   t.ok(decisions.length >= 40, 'one line per request');
