@@ -16,20 +16,14 @@ import { propagatingFetch, startTelemetry } from '../../lib/telemetry.ts';
 import { createGuard, createJudge, judgeUrl, type Guard } from '../../policy/guard/index.ts';
 import { createBrowserPool, guardEndpointFromConfig, type GuardEndpoint } from '../../renderer/browser/index.ts';
 import { createRenderCache } from '../../renderer/cache/index.ts';
-import { drawCard } from '../../renderer/og/draw.ts';
-import { ogCacheKey, parseOgQuery, type OgCard } from '../../renderer/og/index.ts';
+import { createOgDrawer } from '../../renderer/og/index.ts';
 import type { UrlJudge } from '../../renderer/operations/index.ts';
-import { createRendererServer, type OgDrawing, type RendererServer } from '../../renderer/server/index.ts';
+import { createRendererServer, type RendererServer } from '../../renderer/server/index.ts';
 import type { Command } from './command.ts';
 
-/** A running renderer role: server, pool, cache and (unless GUARD_URL) its own guard. */
+/** A running renderer role: server, Chromium pool, OG threads, cache and (unless GUARD_URL) its own guard. */
 export interface RendererRole extends Lifecycle {
   server: RendererServer;
-}
-
-/** The OG drawing the /v1/og route uses (renderer/og). */
-function ogDrawing(): OgDrawing<OgCard> {
-  return { parse: parseOgQuery, key: ogCacheKey, draw: async (card) => drawCard(card) };
 }
 
 /** Where settles go: policy over HTTP, or nowhere (logged once) when no policy is configured. */
@@ -42,7 +36,7 @@ function settlerFor(config: Readonly<Config>, logger: Logger): Settler {
 /**
  * Builds every part of the renderer from the settings; `tintype start` embeds it the same way.
  * Stop order: server (in-flight renders finish, leases settle) ▸ pool (Chromium closed) ▸
- * cache ▸ guard.
+ * OG threads ▸ cache ▸ guard.
  */
 export async function createRendererRole(config: Readonly<Config>, logger: Logger, registry = new Registry()): Promise<RendererRole> {
   let guard: Guard | undefined;
@@ -83,8 +77,10 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
   }
   const pool = createBrowserPool({ config, logger, registry, guard: endpoint });
   const cache = createRenderCache(config, logger);
+  // OG cards are drawn on worker threads, inside the same render budget (spec 4.5; Part 7 504).
+  const og = createOgDrawer({ threads: config.ogThreads, maxQueue: config.ogQueue, drawTimeoutMs: config.renderTimeoutMs });
   const server = createRendererServer({
-    config, logger, registry, pool, cache, judge, settler: settlerFor(config, logger), og: ogDrawing(),
+    config, logger, registry, pool, cache, judge, settler: settlerFor(config, logger), og,
   });
   let running = false;
   return {
@@ -92,6 +88,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
     async start() {
       await guard?.start();
       await cache.start();
+      await og.start();
       await server.start();
       // The self-test runs inside start(); until it passes, renders answer guard_unverified.
       await pool.start();
@@ -101,6 +98,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
       running = false;
       await server.stop(signal);
       await pool.stop(signal);
+      await og.stop(signal);
       await cache.stop(signal);
       await guard?.stop(signal);
       if (socketDir !== undefined) await rm(socketDir, { recursive: true, force: true });
