@@ -46,15 +46,11 @@ export function createPolicy(o: PolicyOptions): Policy {
   const { store, plans, clock } = o;
   return {
     async check(authorization, operation) {
-      // Every case, header missing or malformed included, costs the same one lookup (spec Part 5 rule 4).
-      const key = await store.findKey(lookupHash(authorization));
-      if (key === undefined || key.revokedAt !== null) return { allow: false, error: new ServiceError('unauthorized') };
-      const plan = plans[key.plan];
-      if (plan === undefined) throw new Error(`key ${key.id} is on plan "${key.plan}", which is not defined`);
       const now = clock();
       const leaseId = newLeaseId();
-      const r = await store.reserve({
-        keyId: key.id,
+      // Every case, header missing or malformed included, costs the same one lookup (spec Part 5 rule 4).
+      const r = await store.check({
+        hash: lookupHash(authorization),
         leaseId,
         operation,
         render: OPERATIONS[operation].render,
@@ -62,8 +58,12 @@ export function createPolicy(o: PolicyOptions): Policy {
         windowStart: windowStart(now),
         month: monthOf(now),
         expiresAt: now + o.leaseTtlMs,
-        limits: plan,
+        plans,
       });
+      if (r.outcome === 'unauthorized') return { allow: false, error: new ServiceError('unauthorized') };
+      if (r.outcome === 'no_plan') throw new Error(`key ${r.keyId} is on plan "${r.plan}", which is not defined`);
+      const plan = r.limits;
+      const key = { id: r.keyId };
       const rate = { limit: plan.perMinute, remaining: Math.max(0, plan.perMinute - r.windowCount) };
       switch (r.outcome) {
         case 'granted':

@@ -136,4 +136,35 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
       $fn$;
     `,
   },
+  {
+    // The key lookup joins the reservation: one round trip and one statement per check. The
+    // plans in force come as parallel arrays, since they live in the plans file, not the database.
+    version: 2,
+    sql: `
+      CREATE OR REPLACE FUNCTION tintype_check(
+        p_hash TEXT, p_lease TEXT, p_op TEXT, p_render BOOLEAN, p_now BIGINT, p_window BIGINT,
+        p_month TEXT, p_expires BIGINT, p_plans TEXT[], p_per_minute INTEGER[], p_quota INTEGER[],
+        p_concurrent INTEGER[], OUT o_outcome TEXT, OUT o_count INTEGER, OUT o_key TEXT, OUT o_plan TEXT)
+      LANGUAGE plpgsql AS $fn$
+      DECLARE
+        k_id TEXT;
+        k_plan TEXT;
+        k_revoked BIGINT;
+        i INTEGER;
+      BEGIN
+        o_count := 0;
+        SELECT id, plan, revoked_at INTO k_id, k_plan, k_revoked FROM api_keys WHERE hash = p_hash;
+        -- Unknown and revoked answer alike: nothing about the key leaves this function.
+        IF k_id IS NULL OR k_revoked IS NOT NULL THEN o_outcome := 'unauthorized'; RETURN; END IF;
+        o_key := k_id;
+        o_plan := k_plan;
+        i := array_position(p_plans, k_plan);
+        IF i IS NULL THEN o_outcome := 'no_plan'; RETURN; END IF;
+        SELECT r.o_outcome, r.o_count INTO o_outcome, o_count
+          FROM tintype_reserve(k_id, p_lease, p_op, p_render, p_now, p_window, p_month, p_expires,
+            p_per_minute[i], p_quota[i], p_concurrent[i]) r;
+      END
+      $fn$;
+    `,
+  },
 ];

@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import { PG_MIGRATIONS } from './postgres-schema.ts';
-import type { KeyRecord, PolicyStore, SettleResult, UsageRecord } from './store.ts';
+import type { CheckResult, KeyRecord, Limits, PolicyStore, ReserveOutcome, SettleResult, UsageRecord } from './store.ts';
 
 export interface PostgresStoreOptions {
   url: string;
@@ -72,15 +72,20 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
       const r = await pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now, id]);
       return r.rowCount === 1;
     },
-    async reserve(r) {
-      const row = await one<{ o_outcome: string; o_count: number }>(
-        'reserve',
-        'SELECT o_outcome, o_count FROM tintype_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)',
-        [r.keyId, r.leaseId, r.operation, r.render, r.now, r.windowStart, r.month, r.expiresAt,
-          r.limits.perMinute, r.limits.monthlyQuota, r.limits.concurrentRenders],
+    async check(r): Promise<CheckResult> {
+      const names = Object.keys(r.plans);
+      const limits = names.map((n) => r.plans[n]!);
+      const row = await one<{ o_outcome: string; o_count: number; o_key: string | null; o_plan: string | null }>(
+        'check',
+        'SELECT o_outcome, o_count, o_key, o_plan FROM tintype_check($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)',
+        [r.hash, r.leaseId, r.operation, r.render, r.now, r.windowStart, r.month, r.expiresAt,
+          names, limits.map((l) => l.perMinute), limits.map((l) => l.monthlyQuota), limits.map((l) => l.concurrentRenders)],
       );
-      if (row === undefined) throw new Error('tintype_reserve answered nothing');
-      return { outcome: row.o_outcome as 'granted', windowCount: num(row.o_count) };
+      if (row === undefined) throw new Error('tintype_check answered nothing');
+      if (row.o_outcome === 'unauthorized') return { outcome: 'unauthorized' };
+      if (row.o_outcome === 'no_plan') return { outcome: 'no_plan', keyId: String(row.o_key), plan: String(row.o_plan) };
+      const plan: Limits = r.plans[String(row.o_plan)]!;
+      return { outcome: row.o_outcome as ReserveOutcome, keyId: String(row.o_key), limits: plan, windowCount: num(row.o_count) };
     },
     async settle(s) {
       const row = await one<{ r: string }>('settle', 'SELECT tintype_settle($1, $2, $3, $4, $5, $6) AS r',

@@ -13,10 +13,12 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { type Checkpointer, startCheckpointer } from './sqlite-checkpointer.ts';
 import type {
+  CheckRequest,
+  CheckResult,
   KeyRecord,
+  Limits,
   PolicyStore,
-  ReserveRequest,
-  ReserveResult,
+  ReserveOutcome,
   SettleOutcome,
   SettleResult,
   UsageRecord,
@@ -122,21 +124,21 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
   let s: ReturnType<typeof prepare> | undefined;
   const st = (): ReturnType<typeof prepare> => (s ??= prepare(db));
 
-  const reserveTx = db.transaction((r: ReserveRequest): ReserveResult => {
+  const reserveTx = db.transaction((keyId: string, limits: Limits, r: CheckRequest): { outcome: ReserveOutcome; windowCount: number } => {
     const q = st();
-    q.ensureState.run(r.keyId, r.windowStart);
-    const state = q.getState.get(r.keyId) as { window_start: number; window_count: number; in_flight: number };
+    q.ensureState.run(keyId, r.windowStart);
+    const state = q.getState.get(keyId) as { window_start: number; window_count: number; in_flight: number };
     let count = state.window_start === r.windowStart ? state.window_count : 0;
     // A full window refuses without writing: counting the refusal would change nothing a client sees.
-    if (count >= r.limits.perMinute) return { outcome: 'rate_limited', windowCount: count };
+    if (count >= limits.perMinute) return { outcome: 'rate_limited', windowCount: count };
     count += 1;
-    q.setWindow.run(r.windowStart, count, r.keyId);
-    const used = (q.getMonth.get(r.keyId, r.month) as { used: number } | undefined)?.used ?? 0;
-    if (used >= r.limits.monthlyQuota) return { outcome: 'quota_exceeded', windowCount: count };
-    if (r.render && state.in_flight >= r.limits.concurrentRenders) return { outcome: 'concurrent_limit', windowCount: count };
-    q.bumpMonth.run(r.keyId, r.month);
-    if (r.render) q.addInFlight.run(1, r.keyId);
-    q.insertLease.run(r.leaseId, r.keyId, r.operation, r.render ? 1 : 0, r.month, r.now, r.expiresAt);
+    q.setWindow.run(r.windowStart, count, keyId);
+    const used = (q.getMonth.get(keyId, r.month) as { used: number } | undefined)?.used ?? 0;
+    if (used >= limits.monthlyQuota) return { outcome: 'quota_exceeded', windowCount: count };
+    if (r.render && state.in_flight >= limits.concurrentRenders) return { outcome: 'concurrent_limit', windowCount: count };
+    q.bumpMonth.run(keyId, r.month);
+    if (r.render) q.addInFlight.run(1, keyId);
+    q.insertLease.run(r.leaseId, keyId, r.operation, r.render ? 1 : 0, r.month, r.now, r.expiresAt);
     return { outcome: 'granted', windowCount: count };
   });
 
@@ -196,8 +198,13 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
     async revokeKey(id, now) {
       return st().revokeKey.run(now, id).changes === 1;
     },
-    async reserve(r) {
-      return reserveTx.immediate(r);
+    async check(r): Promise<CheckResult> {
+      // A revocation that commits between the lookup and the reservation is one that came just after this check.
+      const key = st().findKey.get(r.hash) as KeyRow | undefined;
+      if (key === undefined || key.revoked_at !== null) return { outcome: 'unauthorized' };
+      const limits = Object.hasOwn(r.plans, key.plan) ? r.plans[key.plan] : undefined;
+      if (limits === undefined) return { outcome: 'no_plan', keyId: key.id, plan: key.plan };
+      return { keyId: key.id, limits, ...reserveTx.immediate(key.id, limits, r) };
     },
     async settle(o) {
       return settleTx.immediate(o);

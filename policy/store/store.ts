@@ -21,9 +21,10 @@ export interface Limits {
   concurrentRenders: number;
 }
 
-/** One check, already authenticated: reserve a call (and a render place) or say why not. */
-export interface ReserveRequest {
-  keyId: string;
+/** One check: find the key by its hash, then reserve a call (and a render place) or say why not. */
+export interface CheckRequest {
+  /** Hash of the presented secret (secrets.ts lookupHash): every request looks one up. */
+  hash: string;
   leaseId: string;
   operation: Operation;
   /** Whether the operation holds a concurrency place (render operations; ping does not). */
@@ -35,16 +36,21 @@ export interface ReserveRequest {
   month: string;
   /** When the lease expires if never settled. */
   expiresAt: number;
-  limits: Limits;
+  /** The plans in force; the key's plan gives the limits. */
+  plans: Readonly<Record<string, Readonly<Limits>>>;
 }
 
 export type ReserveOutcome = 'granted' | 'rate_limited' | 'quota_exceeded' | 'concurrent_limit';
 
-export interface ReserveResult {
-  outcome: ReserveOutcome;
-  /** Requests counted in the burst window after this one (for x-ratelimit-remaining). */
-  windowCount: number;
-}
+/**
+ * `unauthorized`: no such key, or revoked (told apart nowhere). `no_plan`: the key's plan is not
+ * in force (start-up refuses this; a plans file changed under a running store). Otherwise the
+ * reservation's outcome for the key, with the limits it was held to.
+ */
+export type CheckResult =
+  | { outcome: 'unauthorized' }
+  | { outcome: 'no_plan'; keyId: string; plan: string }
+  | { outcome: ReserveOutcome; keyId: string; limits: Limits; windowCount: number };
 
 /** A lease's outcome as the renderer reported it. */
 export interface SettleOutcome {
@@ -85,8 +91,11 @@ export interface PolicyStore {
   listKeys(): Promise<KeyRecord[]>;
   /** Marks the key revoked; false when there is no such key or it was revoked already. */
   revokeKey(id: string, now: number): Promise<boolean>;
-  /** Burst window ▸ monthly quota (reservations in flight count) ▸ concurrency, atomically. */
-  reserve(req: ReserveRequest): Promise<ReserveResult>;
+  /**
+   * Key ▸ burst window ▸ monthly quota (reservations in flight count) ▸ concurrency, atomically
+   * and, on PostgreSQL, in one round trip (DESIGN.md §4 "ext_authz").
+   */
+  check(req: CheckRequest): Promise<CheckResult>;
   /** Writes the usage record of a lease and frees its places, once. */
   settle(outcome: SettleOutcome): Promise<SettleResult>;
   /** Expires open leases whose time has passed: frees places, records them unsettled. Returns how many. */

@@ -252,7 +252,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const doomed = await keysCreate(t, s.env, 'one');
     const proc = await s.start();
     const ok = await request(proc.port, 'GET', '/authz/v1/ping', { authorization: `Bearer ${doomed.secret}` });
-    t.equal(ok.status, 200, 'the key works before revocation');
+    t.equal(ok.status, 200, 'the key works before revocation', { output: proc.output() });
 
     const revoke = await runTintype(['keys', 'revoke', doomed.id], s.env);
     t.equal(revoke.code, 0);
@@ -292,7 +292,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
       t.same(r.stableHeaders, want.stableHeaders, `${cases[i]![0]}: the same header lines`);
       t.equal(r.body, want.body, `${cases[i]![0]}: the same body bytes`);
     });
-    t.equal((await request(proc.port, 'GET', '/authz/v1/ping', { authorization: `Bearer ${secret}` })).status, 200, 'the live key still works');
+    t.equal((await request(proc.port, 'GET', '/authz/v1/ping', { authorization: `Bearer ${secret}` })).status, 200, 'the live key still works', { output: proc.output() });
 
     await proc.kill('SIGTERM');
     t.match(proc.output(), /"event":"stopped"/, 'SIGTERM stops it cleanly');
