@@ -1,0 +1,318 @@
+/**
+ * Policy's check + settle pairs per second and their latency, per store, in one run
+ * (issue 3, "Done means"; DESIGN.md §7). Measured as Envoy and renderers call it: the real
+ * `bin/tintype policy` process, over HTTP with kept-alive connections, one ext_authz check
+ * (`POST /authz/v1/pdf`, a render: quota, window and a place) then its settle (`POST /settle`).
+ * Baseline in the same run: a Node HTTP server that answers the same two requests with no
+ * work at all, driven by the same client (the HTTP floor of this machine). In-process figures
+ * (the policy functions on the store, no HTTP) show what the store itself costs.
+ *
+ * `npm run bench -- authz [--seconds N] [--connections N] [--pg-connections N] [--keys N]`
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { createPolicy } from '../policy/authorize.ts';
+import { createKey } from '../policy/keys.ts';
+import { type Plans, parsePlans } from '../policy/plans.ts';
+import { openPostgresStore } from '../policy/store/postgres.ts';
+import { openSqliteStore } from '../policy/store/sqlite.ts';
+import type { PolicyStore } from '../policy/store/store.ts';
+import { percentile, printMachine, round2 } from './machine.ts';
+
+const { values: opts } = parseArgs({
+  args: process.argv.slice(3),
+  options: {
+    seconds: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '8' },
+    'pg-connections': { type: 'string', default: '32' },
+    keys: { type: 'string', default: '64' },
+  },
+});
+const SECONDS = Number(opts.seconds);
+const CONNECTIONS = Number(opts.connections);
+const KEYS = Number(opts.keys);
+/** PostgreSQL commits in groups: its throughput grows with the checks in flight, as Envoy's many connections give it. */
+const PG_CONNECTIONS = Number(opts['pg-connections']);
+const WARMUP_SECONDS = Math.min(1, SECONDS / 2);
+const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/tintype');
+const PLANS_DOC = { plans: { bench: { monthlyQuota: 1_000_000_000, perMinute: 1_000_000, concurrentRenders: 10_000 } } };
+const PLANS: Plans = parsePlans(JSON.stringify(PLANS_DOC));
+
+interface Figures {
+  pairs: number;
+  perSec: number;
+  checkP50: number;
+  checkP99: number;
+  settleP50: number;
+  settleP99: number;
+  pairP50: number;
+  pairP99: number;
+  errors: number;
+}
+
+function summarize(pairs: number, seconds: number, check: number[], settle: number[], pair: number[], errors: number): Figures {
+  return {
+    pairs,
+    perSec: Math.round(pairs / seconds),
+    checkP50: round2(percentile(check, 50)),
+    checkP99: round2(percentile(check, 99)),
+    settleP50: round2(percentile(settle, 50)),
+    settleP99: round2(percentile(settle, 99)),
+    pairP50: round2(percentile(pair, 50)),
+    pairP99: round2(percentile(pair, 99)),
+    errors,
+  };
+}
+
+function print(name: string, f: Figures): void {
+  console.log(`${name.padEnd(28)} ${String(f.perSec).padStart(6)} pairs/s  check p50 ${f.checkP50} ms p99 ${f.checkP99} ms  ` +
+    `settle p50 ${f.settleP50} ms p99 ${f.settleP99} ms  pair p99 ${f.pairP99} ms${f.errors > 0 ? `  errors ${f.errors}` : ''}`);
+}
+
+/** One request on a kept-alive connection; answers the status and the lease header. */
+function call(agent: http.Agent, port: number, method: string, p: string, headers: Record<string, string>, body?: string): Promise<[number, string | undefined]> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path: p, headers, agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve([res.statusCode ?? 0, res.headers['x-tintype-lease'] as string | undefined]));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Check + settle pairs over HTTP from `CONNECTIONS` loops for `seconds`, after a warm-up. */
+async function driveHttp(port: number, secrets: string[], seconds: number, connections = CONNECTIONS): Promise<Figures> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const check: number[] = [];
+  const settle: number[] = [];
+  const pair: number[] = [];
+  let errors = 0;
+  let pairs = 0;
+  const warmEnd = performance.now() + WARMUP_SECONDS * 1000;
+  const end = warmEnd + seconds * 1000;
+  const loop = async (w: number): Promise<void> => {
+    for (let i = w; performance.now() < end; i += connections) {
+      const auth = { authorization: `Bearer ${secrets[i % secrets.length]}` };
+      const t0 = performance.now();
+      const [status, lease] = await call(agent, port, 'POST', '/authz/v1/pdf', auth);
+      const t1 = performance.now();
+      if (status !== 200 || lease === undefined) {
+        errors++;
+        continue;
+      }
+      const body = JSON.stringify({ lease, status: 200, cache: 'miss' });
+      const [s] = await call(agent, port, 'POST', '/settle', { 'content-type': 'application/json', 'content-length': String(body.length) }, body);
+      const t2 = performance.now();
+      if (s !== 204) errors++;
+      if (t0 < warmEnd) continue;
+      pairs++;
+      check.push(t1 - t0);
+      settle.push(t2 - t1);
+      pair.push(t2 - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, (_, w) => loop(w)));
+  agent.destroy();
+  return summarize(pairs, seconds, check, settle, pair, errors);
+}
+
+/** The policy functions on the store, no HTTP, `CONNECTIONS` loops at once. */
+async function driveInProcess(store: PolicyStore, secrets: string[], seconds: number): Promise<Figures> {
+  const policy = createPolicy({ store, plans: PLANS, clock: Date.now, leaseTtlMs: 60_000 });
+  const check: number[] = [];
+  const settle: number[] = [];
+  const pair: number[] = [];
+  let errors = 0;
+  let pairs = 0;
+  const warmEnd = performance.now() + WARMUP_SECONDS * 1000;
+  const end = warmEnd + seconds * 1000;
+  const loop = async (w: number): Promise<void> => {
+    for (let i = w; performance.now() < end; i += CONNECTIONS) {
+      const t0 = performance.now();
+      const d = await policy.check(`Bearer ${secrets[i % secrets.length]}`, 'pdf');
+      const t1 = performance.now();
+      if (!d.allow) {
+        errors++;
+        continue;
+      }
+      await policy.settle({ lease: d.leaseId, status: 200, cache: 'miss' });
+      const t2 = performance.now();
+      // Let the other loops in: SQLite answers synchronously and would otherwise never yield.
+      await new Promise((r) => setImmediate(r));
+      if (t0 < warmEnd) continue;
+      pairs++;
+      check.push(t1 - t0);
+      settle.push(t2 - t1);
+      pair.push(t2 - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, (_, w) => loop(w)));
+  return summarize(pairs, seconds, check, settle, pair, errors);
+}
+
+/** Starts a child and waits for the JSON line that names its port. */
+function startChild(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ port: number; child: ChildProcess }> {
+  const child = spawn(command, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${command} exited (${code}):\n${out}`)));
+    child.stderr!.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+      const m = /"port":(\d+)/.exec(out);
+      if (m !== null) {
+        child.removeAllListeners('exit');
+        child.stderr!.removeAllListeners('data');
+        child.stderr!.resume();
+        resolve({ port: Number(m[1]), child });
+      }
+    });
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const gone = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await gone;
+}
+
+/** The same two answers with no work: the floor any HTTP authorization server stands on. */
+const FLOOR_SERVER = `
+  const http = require('node:http');
+  const s = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (req.url === '/settle') { res.writeHead(204); res.end(); return; }
+      res.writeHead(200, { 'x-tintype-lease': 'l' + Math.random().toString(36).slice(2), 'x-tintype-key': 'key_x',
+        'x-ratelimit-limit': '100', 'x-ratelimit-remaining': '99', 'content-length': '0' });
+      res.end();
+    });
+  });
+  s.keepAliveTimeout = 120000;
+  s.listen(0, '127.0.0.1', () => process.stderr.write(JSON.stringify({ port: s.address().port }) + '\\n'));
+  process.on('SIGTERM', () => process.exit(0));
+`;
+
+interface Home {
+  env: Record<string, string>;
+  open(): PolicyStore;
+  drop(): Promise<void>;
+}
+
+async function home(kind: 'sqlite' | 'postgres', dir: string): Promise<Home> {
+  if (kind === 'sqlite') {
+    const data = path.join(dir, 'sqlite');
+    return { env: { TINTYPE_DATA_DIR: data }, open: () => openSqliteStore({ dataDir: data }), drop: async () => {} };
+  }
+  const name = `tintype_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = `postgres://postgres@127.0.0.1:5432/${name}`;
+  return {
+    env: { TINTYPE_DATA_DIR: path.join(dir, 'pg'), DATABASE_URL: url },
+    open: () => openPostgresStore({ url, poolSize: 10 }),
+    async drop() {
+      const a = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await a.end();
+    },
+  };
+}
+
+async function measureStore(kind: 'sqlite' | 'postgres', dir: string, plansFile: string) {
+  const h = await home(kind, dir);
+  const store = h.open();
+  try {
+    await store.migrate();
+    const secrets: string[] = [];
+    for (let i = 0; i < KEYS; i++) secrets.push((await createKey(store, PLANS, { plan: 'bench' })).secret);
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', TINTYPE_PLANS: plansFile, TINTYPE_LOG_LEVEL: 'info', ...h.env };
+    const { port, child } = await startChild(TINTYPE, ['policy'], env);
+    let spread: Figures;
+    let hot: Figures;
+    let wide: Figures | undefined;
+    try {
+      spread = await driveHttp(port, secrets, SECONDS);
+      print(`${kind} http, ${KEYS} keys`, spread);
+      if (kind === 'postgres') {
+        wide = await driveHttp(port, secrets, SECONDS, PG_CONNECTIONS);
+        print(`${kind} http, ${PG_CONNECTIONS} connections`, wide);
+      }
+      hot = await driveHttp(port, secrets.slice(0, 1), SECONDS);
+      print(`${kind} http, 1 hot key`, hot);
+    } finally {
+      await stopChild(child);
+    }
+    const inProcess = await driveInProcess(store, secrets, SECONDS);
+    print(`${kind} in-process`, inProcess);
+    return { spread, hot, wide, inProcess };
+  } finally {
+    await store.close();
+    await h.drop();
+  }
+}
+
+printMachine();
+const cpu = os.loadavg()[0]!;
+console.log(`load average at start: ${cpu.toFixed(2)}; ${SECONDS} s per figure after ${WARMUP_SECONDS} s warm-up; ${CONNECTIONS} connections (PostgreSQL also ${PG_CONNECTIONS})`);
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-authz-'));
+try {
+  const plansFile = path.join(dir, 'plans.json');
+  writeFileSync(plansFile, JSON.stringify(PLANS_DOC));
+  const floorProc = await startChild(process.execPath, ['-e', FLOOR_SERVER], { PATH: process.env.PATH });
+  let floor: Figures;
+  try {
+    floor = await driveHttp(floorProc.port, ['sk_' + 'b'.repeat(43)], SECONDS);
+    print('baseline: empty HTTP server', floor);
+  } finally {
+    await stopChild(floorProc.child);
+  }
+  const sqlite = await measureStore('sqlite', dir, plansFile);
+  const postgres = await measureStore('postgres', dir, plansFile);
+  console.log(`targets (2 cores): sqlite >= 3000 pairs/s with p99 <= 5 ms; postgres >= 1000 pairs/s`);
+  console.log(JSON.stringify({
+    bench: 'authz',
+    connections: CONNECTIONS,
+    keys: KEYS,
+    seconds: SECONDS,
+    sqlite_per_s: sqlite.spread.perSec,
+    sqlite_check_p50_ms: sqlite.spread.checkP50,
+    sqlite_check_p99_ms: sqlite.spread.checkP99,
+    sqlite_settle_p50_ms: sqlite.spread.settleP50,
+    sqlite_settle_p99_ms: sqlite.spread.settleP99,
+    sqlite_pair_p99_ms: sqlite.spread.pairP99,
+    sqlite_hot_key_per_s: sqlite.hot.perSec,
+    sqlite_in_process_per_s: sqlite.inProcess.perSec,
+    postgres_per_s: postgres.spread.perSec,
+    postgres_check_p50_ms: postgres.spread.checkP50,
+    postgres_check_p99_ms: postgres.spread.checkP99,
+    postgres_settle_p50_ms: postgres.spread.settleP50,
+    postgres_settle_p99_ms: postgres.spread.settleP99,
+    postgres_pair_p99_ms: postgres.spread.pairP99,
+    postgres_wide_connections: PG_CONNECTIONS,
+    postgres_wide_per_s: postgres.wide?.perSec,
+    postgres_wide_check_p99_ms: postgres.wide?.checkP99,
+    postgres_hot_key_per_s: postgres.hot.perSec,
+    postgres_in_process_per_s: postgres.inProcess.perSec,
+    errors: floor.errors + sqlite.spread.errors + sqlite.hot.errors + postgres.spread.errors + postgres.hot.errors + (postgres.wide?.errors ?? 0),
+    baseline: 'empty node http server, same client',
+    baseline_per_s: floor.perSec,
+    baseline_check_p99_ms: floor.checkP99,
+    load_average: round2(cpu),
+  }));
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
