@@ -182,9 +182,9 @@ export async function post(
   h: Pick<Harness, 'base'>,
   operation: string,
   body: unknown,
-  options: { contentType?: string; raw?: string; lease?: string | null; signal?: AbortSignal } = {},
+  options: { contentType?: string; raw?: string; lease?: string | null; signal?: AbortSignal; headers?: Record<string, string> } = {},
 ): Promise<Answer> {
-  const headers: Record<string, string> = { 'content-type': options.contentType ?? 'application/json' };
+  const headers: Record<string, string> = { ...options.headers, 'content-type': options.contentType ?? 'application/json' };
   if (options.lease !== null) headers[LEASE_HEADER] = options.lease ?? newLease();
   const res = await fetch(`${h.base}/v1/${operation}`, {
     method: 'POST',

@@ -1,0 +1,95 @@
+/**
+ * How targets are met (spec Part 1 rules 3 and 5, Part 7): the caller's headers never reach the
+ * target; a main document redirected to a private address is the same 422 as a refused page
+ * address; a target that answers but cannot be rendered is 502 render_failed; an error page
+ * that can be rendered is rendered.
+ */
+import t from 'tap';
+import { post, pngSize, startHarness, startSite } from '../server/harness.ts';
+
+const seen: Record<string, string | string[] | undefined>[] = [];
+const site = await startSite((req, res) => {
+  const p = (req.url ?? '/').split('?', 1)[0];
+  if (p === '/headers') {
+    seen.push({ ...req.headers });
+    res.writeHead(200, { 'content-type': 'text/html' });
+    return res.end('<!doctype html><p>headers</p>');
+  }
+  if (p === '/to-private') {
+    res.writeHead(302, { location: 'http://10.0.0.7/admin' });
+    return res.end();
+  }
+  if (p === '/to-metadata') {
+    res.writeHead(301, { location: 'http://169.254.169.254/latest/meta-data/' });
+    return res.end();
+  }
+  if (p === '/to-site') {
+    res.writeHead(302, { location: '/headers' });
+    return res.end();
+  }
+  if (p === '/download') {
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="x.bin"' });
+    return res.end(Buffer.alloc(2048, 1));
+  }
+  if (p === '/error') {
+    res.writeHead(500, { 'content-type': 'text/html' });
+    return res.end('<!doctype html><h1>Internal error</h1>');
+  }
+  res.writeHead(404).end();
+});
+const h = await startHarness();
+t.teardown(async () => {
+  await h.close();
+  await site.close();
+});
+
+t.test("the caller's headers never reach the target", async (t) => {
+  const secret = 'sk_live_callersecret123456';
+  for (const op of ['screenshot', 'pdf'] as const) {
+    seen.length = 0;
+    const a = await post(h, op, { url: `${site.origin}/headers` }, {
+      headers: { authorization: `Bearer ${secret}`, cookie: 'session=caller', 'x-api-key': secret, 'x-forwarded-for': '203.0.113.9' },
+    });
+    t.equal(a.status, 200, `${op}: 200`);
+    t.equal(seen.length, 1, `${op}: the target was fetched once`);
+    const got = seen[0]!;
+    t.equal(got.authorization, undefined, `${op}: no authorization`);
+    t.equal(got.cookie, undefined, `${op}: no cookie`);
+    t.equal(got['x-api-key'], undefined, `${op}: no x-api-key`);
+    t.equal(got['x-forwarded-for'], undefined, `${op}: no x-forwarded-for`);
+    t.equal(got['proxy-authorization'], undefined, `${op}: the render token stays between relay and guard`);
+    t.notMatch(JSON.stringify(got), secret, `${op}: the secret appears nowhere`);
+  }
+});
+
+t.test('a redirect of the main document to a private address is 422 url_rejected', async (t) => {
+  for (const [path, reason] of [['/to-private', 'private_address'], ['/to-metadata', 'private_address']] as const) {
+    for (const op of ['screenshot', 'pdf'] as const) {
+      const a = await post(h, op, { url: `${site.origin}${path}` });
+      t.equal(a.status, 422, `${op} ${path}: 422`);
+      t.same(a.json(), { error: 'url_rejected', reason }, `${op} ${path}: body without the URL`);
+    }
+  }
+  const ok = await post(h, 'screenshot', { url: `${site.origin}/to-site`, width: 30, height: 20 });
+  t.equal(ok.status, 200, 'a redirect to an allowed address renders');
+  t.same(pngSize(ok.body), { width: 30, height: 20 });
+});
+
+t.test('a target that answers but cannot be rendered is 502 render_failed', async (t) => {
+  // A download: the target answered, but there is no page to capture.
+  for (const path of ['/download']) {
+    for (const op of ['screenshot', 'pdf'] as const) {
+      const a = await post(h, op, { url: `${site.origin}${path}` });
+      t.equal(a.status, 502, `${op} ${path}: 502`);
+      t.same(a.json(), { error: 'render_failed' }, `${op} ${path}: body`);
+    }
+  }
+  const settled = h.settler.settled.filter((s) => s.status === 502);
+  t.ok(settled.every((s) => s.error === 'render_failed'), 'settled as render_failed (metered)');
+});
+
+t.test('an error page the target answers with is rendered as it is', async (t) => {
+  const a = await post(h, 'screenshot', { url: `${site.origin}/error`, width: 40, height: 30 });
+  t.equal(a.status, 200);
+  t.same(pngSize(a.body), { width: 40, height: 30 });
+});
