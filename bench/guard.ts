@@ -4,8 +4,8 @@
  * loopback HTTP server, in the same run. Targets: p50 added ≤ 1 ms, ≥ 1,500 proxied req/s on
  * 2 cores.
  *
- * The target server runs in a process of its own, so client, guard and target do not share an
- * event loop. GUARD_ALLOW_CIDRS opens 127.0.0.5/32, the target's address, for this bench only.
+ * The target server and the DNS server run in processes of their own, so client, guard,
+ * target and resolver do not share an event loop. GUARD_ALLOW_CIDRS opens 127.0.0.5/32, the target's address, for this bench only.
  * Three ways in: direct (baseline), through the guard to the address literally, and through
  * the guard by a name it resolves at a loopback DNS server (one lookup per request, as Chromium's
  * traffic reaches it). Latency is measured on one kept-alive connection, one request at a time;
@@ -23,13 +23,22 @@ import { parseArgs } from 'node:util';
 import { startDnsServer } from '../test/policy/guard/dns-server.ts';
 import { percentile, printMachine, round2 } from './machine.ts';
 
+const TARGET_HOST = '127.0.0.5';
+
+// Run as `guard.ts --serve-dns`, this file is the loopback DNS server, in a process of its own.
+if (process.argv.includes('--serve-dns')) {
+  const dns = await startDnsServer((name, type) => ({ addresses: name === 'target.bench' && type === 'A' ? [TARGET_HOST] : [] }));
+  process.stdout.write(`${dns.server}\n`);
+  process.on('SIGTERM', () => void dns.close().then(() => process.exit(0)));
+  await new Promise(() => {});
+}
+
 const { values: opts } = parseArgs({
   args: process.argv.slice(3),
   options: { seconds: { type: 'string', default: '5' }, connections: { type: 'string', default: '16' } },
 });
 const SECONDS = Number(opts.seconds);
 const CONNECTIONS = Number(opts.connections);
-const TARGET_HOST = '127.0.0.5';
 const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/tintype');
 
 /** A plain keep-alive HTTP server answering a small body, in its own process; resolves its port. */
@@ -50,6 +59,17 @@ function startTarget(): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
     child.stdout!.once('data', (c: Buffer) => resolve({ child, port: Number(c.toString().trim()) }));
     child.once('exit', (code) => reject(new Error(`target exited ${code}`)));
+  });
+}
+
+/** This file as the loopback DNS server, in its own process; resolves its `ip:port`. */
+function startDnsChild(): Promise<{ child: ChildProcess; server: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve-dns'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    child.stdout!.once('data', (c: Buffer) => resolve({ child, server: c.toString().trim() }));
+    child.once('exit', (code) => reject(new Error(`DNS server exited ${code}`)));
   });
 }
 
@@ -142,7 +162,7 @@ async function measure(way: Way): Promise<Figures> {
 printMachine();
 console.log(`guard bench: ${SECONDS} s per phase after 1 s warm-up; 1 KiB answers from a loopback server in its own process`);
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-guard-'));
-const dns = await startDnsServer((name, type) => ({ addresses: name === 'target.bench' && type === 'A' ? [TARGET_HOST] : [] }));
+const dns = await startDnsChild();
 const target = await startTarget();
 const guard = await startGuard(
   { PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_ALLOW_CIDRS: `${TARGET_HOST}/32`, GUARD_DNS_SERVERS: dns.server },
@@ -179,6 +199,6 @@ try {
 } finally {
   guard.child.kill('SIGTERM');
   target.child.kill('SIGTERM');
-  await dns.close();
+  dns.child.kill('SIGTERM');
   rmSync(dir, { recursive: true, force: true });
 }

@@ -15,7 +15,11 @@ import type { Outcome } from './decisions.ts';
 /** Opens a TCP connection to an address (never a name). The seam tests replace. */
 export type Dial = (address: string, port: number, family: 4 | 6) => net.Socket;
 
-export const dialTcp: Dial = (address, port, family) => net.connect({ host: address, port, family });
+/**
+ * The real dialer. Nagle's algorithm is off: the guard relays what the browser wrote as it
+ * arrives, and holding small writes back for an ACK only adds latency to every exchange.
+ */
+export const dialTcp: Dial = (address, port, family) => net.connect({ host: address, port, family, noDelay: true });
 
 /** Timeouts of the upstream side (settings GUARD_CONNECT_TIMEOUT_MS, GUARD_IDLE_TIMEOUT_MS). */
 export interface UpstreamSettings {
