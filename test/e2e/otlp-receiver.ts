@@ -22,8 +22,8 @@ export interface OtlpReceiver {
   spans: ReceivedSpan[];
   /** Every request body received, as text. */
   raw: string[];
-  /** Resolves once a span satisfying `match` has arrived (the test's own timeout bounds it). */
-  waitFor(match: (s: ReceivedSpan) => boolean): Promise<ReceivedSpan>;
+  /** Resolves once a span satisfying `match` has arrived, or with undefined after `boundMs` (a hang guard, not a timing check). */
+  waitFor(match: (s: ReceivedSpan) => boolean, boundMs?: number): Promise<ReceivedSpan | undefined>;
   close(): Promise<void>;
 }
 
@@ -95,10 +95,17 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     endpoint: `http://127.0.0.1:${port}`,
     spans,
     raw,
-    waitFor(match) {
+    waitFor(match, boundMs = 30_000) {
       const found = spans.find(match);
       if (found !== undefined) return Promise.resolve(found);
-      return new Promise((resolve) => waiters.push({ match, resolve }));
+      return new Promise((resolve) => {
+        const w = { match, resolve: (s: ReceivedSpan) => { clearTimeout(timer); resolve(s); } };
+        const timer = setTimeout(() => {
+          waiters.splice(waiters.indexOf(w), 1);
+          resolve(undefined);
+        }, boundMs);
+        waiters.push(w);
+      });
     },
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();

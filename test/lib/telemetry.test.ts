@@ -54,7 +54,8 @@ t.test('on with an endpoint: edge ▸ policy ▸ renderer in one trace, exported
   } });
   t.equal(a.status, 200);
 
-  const edgeSpan = await receiver.waitFor((s) => s.name === 'edge');
+  const edgeSpan = (await receiver.waitFor((s) => s.name === 'edge'))!;
+  t.ok(edgeSpan, 'the edge span arrived');
   t.equal(edgeSpan.service, 'tintype-test', 'service name from the role');
   t.equal(edgeSpan.traceId, clientTrace, 'the client traceparent is honoured');
   t.equal(edgeSpan.parentSpanId, 'b7ad6b7169203331');
@@ -82,7 +83,7 @@ t.test('on with an endpoint: edge ▸ policy ▸ renderer in one trace, exported
       }
     });
   });
-  const caller = await receiver.waitFor((s) => s.name === 'settle-caller');
+  const caller = (await receiver.waitFor((s) => s.name === 'settle-caller'))!;
   t.equal(seenBy?.split('-')[2], caller.spanId, 'propagatingFetch sends the active span as parent');
 
   await tel.shutdown();

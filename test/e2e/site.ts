@@ -1,0 +1,108 @@
+/**
+ * What the e2e renders fetch: a small "public" site on 127.0.0.2 (the tests open exactly that
+ * address with GUARD_ALLOW_CIDRS, so 127.0.0.1 stays refused), with pages the tests control,
+ * and a DNS server on loopback that answers every name with NXDOMAIN, so `dns_failure` is
+ * produced without a query ever leaving the machine (GUARD_DNS_SERVERS).
+ */
+import dgram from 'node:dgram';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export const SITE_ADDRESS = '127.0.0.2';
+
+/** A 1x1 PNG. */
+const PIXEL = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+
+export interface Site {
+  /** `http://127.0.0.2:<port>` */
+  base: string;
+  /** Paths requested so far. */
+  seen: string[];
+  /** Resolves when `/hold/<id>.png` has been requested (the render holding it is in flight). */
+  arrived(id: string): Promise<void>;
+  /** Answers a held `/hold/<id>.png`. */
+  release(id: string): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Paths: `/page/<anything>` an HTML page; `/img.png` a pixel; `/hold/<id>.png` a pixel once
+ * released; `/hang.png` never answered; `/download` a file Chromium downloads instead of showing,
+ * so the target answers but no page can be rendered (spec Part 7 `render_failed`).
+ */
+export async function startSite(): Promise<Site> {
+  const seen: string[] = [];
+  const held = new Map<string, () => void>();
+  const released = new Set<string>();
+  const waiting = new Map<string, () => void>();
+  const arrivedSet = new Set<string>();
+  const server = http.createServer((req, res) => {
+    const url = req.url ?? '/';
+    seen.push(url);
+    const hold = /^\/hold\/([a-z0-9-]+)\.png$/.exec(url);
+    if (url.startsWith('/page/')) {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<!doctype html><html><body style="background:#fff"><h1>tintype e2e</h1><p>a public page</p></body></html>');
+    } else if (url === '/img.png') {
+      res.writeHead(200, { 'content-type': 'image/png' }).end(PIXEL);
+    } else if (hold !== null) {
+      const id = hold[1]!;
+      const answer = (): void => void res.writeHead(200, { 'content-type': 'image/png' }).end(PIXEL);
+      arrivedSet.add(id);
+      waiting.get(id)?.();
+      if (released.has(id)) answer();
+      else held.set(id, answer);
+    } else if (url === '/hang.png') {
+      // never answered; the socket closes when the render's context does
+    } else if (url === '/download') {
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="x.bin"' });
+      res.end(Buffer.alloc(1024));
+    } else {
+      res.writeHead(404).end();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, SITE_ADDRESS, resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    base: `http://${SITE_ADDRESS}:${port}`,
+    seen,
+    arrived: (id) => (arrivedSet.has(id) ? Promise.resolve() : new Promise((resolve) => waiting.set(id, resolve))),
+    release(id) {
+      released.add(id);
+      held.get(id)?.();
+      held.delete(id);
+    },
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+/** A DNS server on 127.0.0.1 that answers every query NXDOMAIN; returns its `ip:port`. */
+export async function startNxdomainDns(): Promise<{ server: string; close(): Promise<void> }> {
+  const sock = dgram.createSocket('udp4');
+  sock.on('message', (msg, rinfo) => {
+    if (msg.length < 12) return;
+    // Header: same id, QR=1, opcode 0, RD copied, RA=1, RCODE=3; the question echoed, no answers.
+    const reply = Buffer.from(msg);
+    reply[2] = 0x80 | (msg[2]! & 0x01);
+    reply[3] = 0x83;
+    reply.writeUInt16BE(0, 6);
+    reply.writeUInt16BE(0, 8);
+    reply.writeUInt16BE(0, 10);
+    sock.send(reply.subarray(0, questionEnd(msg)), rinfo.port, rinfo.address);
+  });
+  await new Promise<void>((resolve) => sock.bind(0, '127.0.0.1', resolve));
+  return {
+    server: `127.0.0.1:${sock.address().port}`,
+    close: () => new Promise<void>((resolve) => sock.close(() => resolve())),
+  };
+}
+
+/** The offset just past the first question (name labels, type, class). */
+function questionEnd(msg: Buffer): number {
+  let i = 12;
+  while (i < msg.length && msg[i] !== 0) i += msg[i]! + 1;
+  return Math.min(msg.length, i + 5);
+}
