@@ -1,0 +1,167 @@
+/**
+ * The OG card's cost (issue 4, "Done means"; DESIGN.md §7): p50/p95 per uncached card and cards
+ * per second on the drawing pool (2 threads), beside satori + resvg drawing an equivalent card
+ * (same size, same layout, same Noto Sans faces) in the same run. Targets: p50 ≤ 20 ms per card,
+ * ≥ 60 cards/s on 2 cores, and faster than satori + resvg.
+ *
+ * Every card differs (a counter in the title), so no answer is a cache hit; glyph masks stay warm
+ * as they do in a running renderer. Latency is one card at a time; throughput keeps
+ * `--concurrency` cards in flight. The baseline runs on the same number of worker threads.
+ *
+ * `npm run bench -- og [--cards N] [--baseline-cards N] [--concurrency N]`
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { parseArgs } from 'node:util';
+import { Worker } from 'node:worker_threads';
+import { createOgPool } from '../renderer/og/pool.ts';
+import type { OgCard } from '../renderer/og/fields.ts';
+import { SCRIPTS, fullCard } from '../renderer/og/samples.ts';
+import { percentile, printMachine, round2 } from './machine.ts';
+
+const { values: opts } = parseArgs({
+  args: process.argv.slice(3),
+  options: {
+    cards: { type: 'string', default: '400' },
+    'baseline-cards': { type: 'string', default: '80' },
+    concurrency: { type: 'string', default: '8' },
+    threads: { type: 'string', default: '2' },
+  },
+});
+const CARDS = Number(opts.cards);
+const BASELINE_CARDS = Number(opts['baseline-cards']);
+const CONCURRENCY = Number(opts.concurrency);
+const THREADS = Number(opts.threads);
+const require = createRequire(import.meta.url);
+
+const latin = SCRIPTS.latin!;
+const cardNo = (i: number): OgCard => ({ ...fullCard('title', 'dark', latin), title: `${latin.title} #${i}` });
+
+function summary(samples: number[]): { p50: number; p95: number; mean: number } {
+  return { p50: percentile(samples, 50), p95: percentile(samples, 95), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
+}
+
+async function ours(): Promise<{ p50: number; p95: number; perS: number }> {
+  const pool = createOgPool({ threads: THREADS, maxQueue: CONCURRENCY * 2 });
+  await pool.start();
+  try {
+    for (let i = 0; i < 40; i++) await pool.draw(cardNo(-i)); // warm glyph masks on both threads
+    const samples: number[] = [];
+    for (let i = 0; i < CARDS; i++) {
+      const t0 = performance.now();
+      await pool.draw(cardNo(i));
+      samples.push(performance.now() - t0);
+    }
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+      while (next < CARDS) await pool.draw(cardNo(CARDS + next++));
+    }));
+    const perS = CARDS / ((performance.now() - t0) / 1000);
+    const s = summary(samples);
+    return { p50: s.p50, p95: s.p95, perS };
+  } finally {
+    await pool.stop();
+  }
+}
+
+// The baseline in plain JavaScript on worker threads: satori lays the card out to SVG with the
+// same Noto Sans files, resvg rasterizes it to PNG. The card mirrors the `title` template.
+const BASELINE_WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { readFileSync } = require('node:fs');
+(async () => {
+  const satori = (await import(workerData.satori)).default;
+  const { Resvg } = require(workerData.resvg);
+  const fonts = [
+    { name: 'Noto Sans', data: readFileSync(workerData.bold), weight: 700, style: 'normal' },
+    { name: 'Noto Sans', data: readFileSync(workerData.regular), weight: 400, style: 'normal' },
+  ];
+  const t = workerData.texts;
+  const div = (style, children) => ({ type: 'div', props: { style: { display: 'flex', ...style }, children } });
+  const card = (title) => div({ width: 1200, height: 630, flexDirection: 'column', fontFamily: 'Noto Sans',
+      background: 'linear-gradient(160deg, #111827, #0b0f1a)', borderLeft: '12px solid #818cf8', padding: '64px 80px 64px 68px' }, [
+    div({ color: '#818cf8', fontSize: 26, fontWeight: 700 }, t.kicker),
+    div({ color: '#f8fafc', fontSize: 76, fontWeight: 700, lineHeight: 1.14, marginTop: 20, lineClamp: 3 }, title),
+    div({ color: '#94a3b8', fontSize: 34, lineHeight: 1.32, marginTop: 22, lineClamp: 2 }, t.subtitle),
+    div({ flexGrow: 1 }, []),
+    div({ borderTop: '2px solid #273348', paddingTop: 22, justifyContent: 'space-between', fontSize: 26 }, [
+      div({ color: '#94a3b8' }, t.footer),
+      div({ color: '#f8fafc', fontWeight: 700 }, t.brand),
+    ]),
+  ]);
+  const draw = async (i) => {
+    const svg = await satori(card(t.title + ' #' + i), { width: 1200, height: 630, fonts });
+    return new Resvg(svg, { fitTo: { mode: 'original' } }).render().asPng();
+  };
+  for (let i = 0; i < 5; i++) await draw(-1 - i);
+  parentPort.postMessage({ ready: true });
+  parentPort.on('message', async ({ from, count }) => {
+    const times = [];
+    let bytes = 0;
+    for (let i = from; i < from + count; i++) {
+      const t0 = performance.now();
+      bytes = (await draw(i)).length;
+      times.push(performance.now() - t0);
+    }
+    parentPort.postMessage({ times, bytes });
+  });
+})();
+`;
+
+function baselineWorker(): Promise<Worker> {
+  const w = new Worker(BASELINE_WORKER, {
+    eval: true,
+    workerData: {
+      satori: import.meta.resolve('satori'),
+      resvg: require.resolve('@resvg/resvg-js'),
+      bold: '/usr/share/fonts/truetype/noto/NotoSans-Bold.ttf',
+      regular: '/usr/share/fonts/truetype/noto/NotoSans-Regular.ttf',
+      texts: latin,
+    },
+  });
+  return new Promise((resolve, reject) => {
+    w.once('message', () => resolve(w));
+    w.once('error', reject);
+  });
+}
+
+function run(w: Worker, from: number, count: number): Promise<{ times: number[]; bytes: number }> {
+  return new Promise((resolve) => {
+    w.once('message', resolve);
+    w.postMessage({ from, count });
+  });
+}
+
+async function baseline(): Promise<{ p50: number; p95: number; perS: number; bytes: number }> {
+  const workers = await Promise.all(Array.from({ length: THREADS }, () => baselineWorker()));
+  try {
+    const one = await run(workers[0]!, 0, BASELINE_CARDS);
+    const share = Math.ceil(BASELINE_CARDS / THREADS);
+    const t0 = performance.now();
+    await Promise.all(workers.map((w, k) => run(w, BASELINE_CARDS + k * share, share)));
+    const perS = (share * THREADS) / ((performance.now() - t0) / 1000);
+    const s = summary(one.times);
+    return { p50: s.p50, p95: s.p95, perS, bytes: one.bytes };
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+}
+
+const machine = printMachine();
+const versions = {
+  satori: (JSON.parse(readFileSync(require.resolve('satori/package.json'), 'utf8')) as { version: string }).version,
+  resvg: (JSON.parse(readFileSync(require.resolve('@resvg/resvg-js/package.json'), 'utf8')) as { version: string }).version,
+};
+console.log(`og: ${CARDS} cards (title template, every one different), ${THREADS} drawing threads, ${CONCURRENCY} in flight; baseline satori ${versions.satori} + resvg ${versions.resvg}, ${BASELINE_CARDS} cards`);
+const a = await ours();
+console.log(`tintype pool     p50 ${round2(a.p50)} ms  p95 ${round2(a.p95)} ms  ${round2(a.perS)} cards/s`);
+const b = await baseline();
+console.log(`satori + resvg   p50 ${round2(b.p50)} ms  p95 ${round2(b.p95)} ms  ${round2(b.perS)} cards/s`);
+console.log(`targets: p50 <= 20 ms ${a.p50 <= 20 ? 'met' : 'MISSED'}; >= 60 cards/s ${a.perS >= 60 ? 'met' : 'MISSED'}; faster than the baseline ${a.p50 < b.p50 && a.perS > b.perS ? 'met' : 'MISSED'} (${round2(b.p50 / a.p50)}x per card, ${round2(a.perS / b.perS)}x cards/s)`);
+console.log(JSON.stringify({
+  bench: 'og', cores: machine.cores, threads: THREADS, cards: CARDS,
+  p50_ms: round2(a.p50), p95_ms: round2(a.p95), per_s: round2(a.perS),
+  baseline: 'satori+resvg', baseline_p50_ms: round2(b.p50), baseline_p95_ms: round2(b.p95), baseline_per_s: round2(b.perS),
+  speedup_p50: round2(b.p50 / a.p50), speedup_per_s: round2(a.perS / b.perS),
+}));
