@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
+import { renderAuthorization } from '../../../lib/guard-contract.ts';
 import { closeServer, listenOn, startCanary, viaGuard } from './helpers.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -104,8 +105,15 @@ t.test('tintype guard listens on PORT and GUARD_SOCKET, reports on its admin por
   t.equal(allowed.status, 200);
   t.equal(allowed.body, 'target /hi');
 
+  // A render's refusals, read back over the socket the way the renderer reads them.
+  const token = 'commandTestToken0123456';
+  const named = await viaGuard({ socket }, `http://[::1]:${canary.port}/`, { headers: { 'proxy-authorization': renderAuthorization(token) } });
+  t.equal(named.headers['x-guard-reason'], 'private_address');
+  const tally = await viaGuard({ socket }, `/renders/${token}`);
+  t.same(JSON.parse(tally.body), { blocked: 1, firstReason: 'private_address' });
+
   const metrics = await get(g.adminPort, '/metrics');
-  t.match(metrics.body, /tintype_guard_refusals_total\{reason="private_address"\} 1\n/);
+  t.match(metrics.body, /tintype_guard_refusals_total\{reason="private_address"\} 2\n/);
   t.match(metrics.body, /tintype_guard_refusals_total\{reason="bad_host"\} 1\n/);
   t.match(metrics.body, /tintype_guard_refusals_total\{reason="denied_host"\} 0\n/, 'every reason is exposed from the start');
   t.match(metrics.body, /tintype_guard_decisions_total\{decision="allowed",kind="http"\} 1\n/);
