@@ -160,6 +160,34 @@ async function driveInProcess(store: PolicyStore, secrets: string[], seconds: nu
   return summarize(pairs, seconds, check, settle, pair, errors);
 }
 
+const REFUSALS = ['missing', 'malformed', 'unknown', 'revoked'] as const;
+type Refusal = (typeof REFUSALS)[number];
+
+/**
+ * The four 401 cases (spec Part 5 rule 4: indistinguishable), interleaved one request at a time
+ * on one connection so that drift on a shared machine falls on all four alike. Answers p50 per case.
+ */
+async function refusalTimes(port: number, live: string, revoked: string, rounds: number): Promise<Record<Refusal, number>> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const headers: Record<Refusal, Record<string, string>> = {
+    missing: {},
+    malformed: { authorization: `Bearer ${live}!` },
+    unknown: { authorization: `Bearer sk_${randomBytes(32).toString('base64url')}` },
+    revoked: { authorization: `Bearer ${revoked}` },
+  };
+  const samples: Record<Refusal, number[]> = { missing: [], malformed: [], unknown: [], revoked: [] };
+  for (let i = 0; i < rounds; i++) {
+    for (const c of REFUSALS) {
+      const t0 = performance.now();
+      const [status] = await call(agent, port, 'GET', '/authz/v1/ping', headers[c]);
+      if (status !== 401) throw new Error(`${c}: answered ${status}`);
+      samples[c].push(performance.now() - t0);
+    }
+  }
+  agent.destroy();
+  return Object.fromEntries(REFUSALS.map((c) => [c, round2(percentile(samples[c], 50))])) as Record<Refusal, number>;
+}
+
 /** Starts a child and waits for the JSON line that names its port. */
 function startChild(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ port: number; child: ChildProcess }> {
   const child = spawn(command, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -239,11 +267,14 @@ async function measureStore(kind: 'sqlite' | 'postgres', dir: string, plansFile:
     await store.migrate();
     const secrets: string[] = [];
     for (let i = 0; i < KEYS; i++) secrets.push((await createKey(store, PLANS, { plan: 'bench' })).secret);
+    const gone = await createKey(store, PLANS, { plan: 'bench' });
+    await store.revokeKey(gone.id, Date.now());
     const env = { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', TINTYPE_PLANS: plansFile, TINTYPE_LOG_LEVEL: 'info', ...h.env };
     const { port, child } = await startChild(TINTYPE, ['policy'], env);
     let spread: Figures;
     let hot: Figures;
     let wide: Figures | undefined;
+    let refusals: Record<Refusal, number> | undefined;
     try {
       spread = await driveHttp(port, secrets, SECONDS);
       print(`${kind} http, ${KEYS} keys`, spread);
@@ -253,12 +284,14 @@ async function measureStore(kind: 'sqlite' | 'postgres', dir: string, plansFile:
       }
       hot = await driveHttp(port, secrets.slice(0, 1), SECONDS);
       print(`${kind} http, 1 hot key`, hot);
+      refusals = await refusalTimes(port, secrets[0]!, gone.secret, Math.max(200, Math.round(SECONDS * 200)));
+      console.log(`${kind} 401 p50 by case (ms): ${REFUSALS.map((c) => `${c} ${refusals![c]}`).join(', ')}`);
     } finally {
       await stopChild(child);
     }
     const inProcess = await driveInProcess(store, secrets, SECONDS);
     print(`${kind} in-process`, inProcess);
-    return { spread, hot, wide, inProcess };
+    return { spread, hot, wide, inProcess, refusals: refusals! };
   } finally {
     await store.close();
     await h.drop();
@@ -296,6 +329,7 @@ try {
     sqlite_pair_p99_ms: sqlite.spread.pairP99,
     sqlite_hot_key_per_s: sqlite.hot.perSec,
     sqlite_in_process_per_s: sqlite.inProcess.perSec,
+    sqlite_401_p50_ms: sqlite.refusals,
     postgres_per_s: postgres.spread.perSec,
     postgres_check_p50_ms: postgres.spread.checkP50,
     postgres_check_p99_ms: postgres.spread.checkP99,
@@ -307,6 +341,7 @@ try {
     postgres_wide_check_p99_ms: postgres.wide?.checkP99,
     postgres_hot_key_per_s: postgres.hot.perSec,
     postgres_in_process_per_s: postgres.inProcess.perSec,
+    postgres_401_p50_ms: postgres.refusals,
     errors: floor.errors + sqlite.spread.errors + sqlite.hot.errors + postgres.spread.errors + postgres.hot.errors + (postgres.wide?.errors ?? 0),
     baseline: 'empty node http server, same client',
     baseline_per_s: floor.perSec,
