@@ -87,6 +87,10 @@ const target = http.createServer((req, res) => {
     res.end(text);
   });
 });
+target.on('upgrade', (req: http.IncomingMessage, socket: net.Socket) => {
+  seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '' });
+  socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nupgraded');
+});
 const targetPort = await listenOn(target, TARGET_HOST);
 const canary = await startCanary(CANARY_HOST);
 const canary6 = await startCanary('::1');
@@ -169,6 +173,24 @@ t.test('CONNECT tunnels to the judged address; refused tunnels answer 403 with a
     const a = await connectVia(port, authority);
     t.equal(reasonOf(a), want, scenario);
   }
+});
+
+t.test('absolute-form WebSocket upgrades are judged, then tunnelled in origin-form', async (t) => {
+  const upgrade = (url: string, extra = ''): string =>
+    `GET ${url} HTTP/1.1\r\nHost: whatever\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n${extra}\r\n`;
+  const before = seen.length;
+  const ok = await rawExchange(port, upgrade(at('public.test', '/socket'), `Proxy-Authorization: ${renderAuthorization('render-token-bbbbbbbb')}\r\n`));
+  t.match(ok, /^HTTP\/1\.1 101 Switching Protocols/);
+  t.match(ok, /upgraded$/);
+  const got = seen.at(before);
+  t.equal(got?.url, '/socket', 'origin-form to the target');
+  t.equal(got?.headers.host, `public.test:${targetPort}`);
+  t.equal(got?.headers.upgrade, 'websocket');
+  t.equal(got?.headers['proxy-authorization'], undefined);
+  const refused = await rawExchange(port, upgrade(`http://${CANARY_HOST}:${canary.port}/socket`));
+  t.match(refused, /^HTTP\/1\.1 403 [^]*\r\nx-guard-reason: private_address\r\n/);
+  const tls = await rawExchange(port, upgrade('https://public.test/socket'));
+  t.match(tls, /^HTTP\/1\.1 403 [^]*\r\nx-guard-reason: bad_scheme\r\n/, 'only http upgrades; wss goes by CONNECT');
 });
 
 t.test('resolver answers, end to end with the loopback DNS server', async (t) => {
