@@ -6,7 +6,7 @@
  */
 import type { Role } from './faces.ts';
 import { paintLine } from './paint-text.ts';
-import { isRtlParagraph, shape, type Cluster } from './shape.ts';
+import { paragraphDirection, shape, type Cluster } from './shape.ts';
 import type { Rect, Rgb, Surface } from './surface.ts';
 import { wrap, type Line } from './wrap.ts';
 
@@ -114,6 +114,9 @@ export function stack(specs: readonly BlockSpec[], box: Rect): PlacedBlock[] {
     tallest.lines = w.lines;
     measure(tallest);
   }
+  // A block with no strong character ("99%", an emoji) follows the direction of the stack's
+  // text, so a figure on a Hebrew card lines up with the Hebrew under it.
+  const stackDirection = shaped.map(paragraphDirection).find((d) => d !== undefined) ?? 'L';
   let y = box.y0;
   let previousBottom = -Infinity;
   return chosen.map((t, i) => {
@@ -130,7 +133,7 @@ export function stack(specs: readonly BlockSpec[], box: Rect): PlacedBlock[] {
       y1: Math.ceil(y + Math.min(BLEED, gapAfter / 2)),
     };
     previousBottom = region.y1;
-    return { spec: t.spec, size: t.size, lines: t.lines, rtl: isRtlParagraph(t.clusters), top, region };
+    return { spec: t.spec, size: t.size, lines: t.lines, rtl: (paragraphDirection(t.clusters) ?? stackDirection) === 'R', top, region };
   });
 }
 

@@ -158,13 +158,17 @@ export function shape(input: string, role: Role): Cluster[] {
   return clusters;
 }
 
-/** Paragraph direction (first strong character), spec-silent texts default to left-to-right. */
-export function isRtlParagraph(clusters: readonly Cluster[]): boolean {
+/** Direction of the first strong character, or undefined when the text has none (digits, emoji). */
+export function paragraphDirection(clusters: readonly Cluster[]): 'L' | 'R' | undefined {
   for (const c of clusters) {
-    if (c.bidi === 'R') return true;
-    if (c.bidi === 'L') return false;
+    if (c.bidi === 'R' || c.bidi === 'L') return c.bidi;
   }
-  return false;
+  return undefined;
+}
+
+/** Paragraph direction (first strong character); text with none is left-to-right. */
+export function isRtlParagraph(clusters: readonly Cluster[]): boolean {
+  return paragraphDirection(clusters) === 'R';
 }
 
 /**
