@@ -13,7 +13,8 @@ export function errorAnswers(logger: Logger): Middleware<RendererState> {
     try {
       await next();
     } catch (err) {
-      if (!(err instanceof ServiceError) && !(err instanceof ValidationFailure)) {
+      // A client that went away aborts its render; that is no fault to log.
+      if (!(err instanceof ServiceError) && !(err instanceof ValidationFailure) && !ctx.state.signal?.aborted) {
         // Only the kind: a message could quote a URL or markup.
         logger.error('request.unexpected_error', { kind: err instanceof Error ? err.name : typeof err });
       }

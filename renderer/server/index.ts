@@ -10,7 +10,7 @@ import type { Config } from '../../lib/config.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Registry } from '../../lib/metrics.ts';
-import type { Settler } from '../../lib/policy-contract.ts';
+import type { SettleRequest, Settler } from '../../lib/policy-contract.ts';
 import type { RenderCache } from '../cache/cache.ts';
 import { createOperations, type RenderPool, type UrlJudge } from '../operations/index.ts';
 import { adminHandler } from './admin.ts';
@@ -23,6 +23,27 @@ import type { RendererState } from './state.ts';
 
 export { CLIENT_CLOSED } from './request-scope.ts';
 export type { OgDrawing } from './og.ts';
+
+/** How long stop() waits, after the listener closed, for the last answers to be settled. */
+const STOP_SETTLE_MS = 10_000;
+/** Settle attempts and the waits between them; settle is idempotent (DESIGN.md §4). */
+const SETTLE_RETRY_MS = [200, 1_000];
+
+/**
+ * Settles, retrying a failed attempt twice. A lease that still cannot be settled expires at
+ * policy (render budget + grace) and is recorded unsettled, not metered.
+ */
+async function settleWithRetry(settler: Settler, outcome: SettleRequest): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await settler.settle(outcome);
+    } catch (err) {
+      const wait = SETTLE_RETRY_MS[attempt];
+      if (wait === undefined) throw err;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}
 
 /** Default ports of the renderer role (DESIGN.md §1). */
 export const RENDERER_PORT = 8082;
@@ -97,21 +118,27 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
       operation: op, status: a.status, error: a.errorCode, reason: a.state.rejectReason, cache: a.cache,
       blocked: a.blocked, duration_ms: a.durationMs,
     });
-    const settling = settler
-      .settle({
-        lease: a.lease, status: a.status,
-        ...(a.errorCode !== undefined ? { error: a.errorCode } : {}),
-        ...(a.cache !== undefined ? { cache: a.cache } : {}),
-      })
-      .catch((err: unknown) => logger.warn('settle.failed', { error: err instanceof Error ? err.message : 'unknown' }));
+    const settling = settleWithRetry(settler, {
+      lease: a.lease, status: a.status,
+      ...(a.errorCode !== undefined ? { error: a.errorCode } : {}),
+      ...(a.cache !== undefined ? { cache: a.cache } : {}),
+    }).catch((err: unknown) => logger.warn('settle.failed', { error: err instanceof Error ? err.message : 'unknown' }));
     pendingSettles.add(settling);
-    void settling.finally(() => pendingSettles.delete(settling));
+    void settling.finally(() => {
+      pendingSettles.delete(settling);
+      accepted -= 1;
+    });
+  };
+  // Leased requests between arrival and their settle; stop() waits for them (bounded).
+  let accepted = 0;
+  const onAccepted = (): void => {
+    accepted += 1;
   };
 
   const app = new Koa<RendererState>();
   app.silent = true; // errorAnswers logs what needs logging; Koa's default would print stacks.
   app.use(errorAnswers(logger));
-  app.use(requestScope({ now, onAnswered }));
+  app.use(requestScope({ now, onAccepted, onAnswered }));
   const og = options.og === undefined ? undefined : ogRoute(options.og, cache, config.maxOutputBytes);
   for (const mw of v1Routes(operations, og)) app.use(mw);
 
@@ -136,7 +163,11 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
     },
     async stop() {
       started = false;
+      // In-flight renders finish inside the render budget; past it their connections are cut,
+      // which aborts them (settled as client-closed).
       await close(server, config.renderTimeoutMs);
+      const drainBy = Date.now() + STOP_SETTLE_MS;
+      while (accepted > 0 && Date.now() < drainBy) await new Promise((r) => setTimeout(r, 20));
       await Promise.allSettled([...pendingSettles]);
       await close(admin, 1_000);
     },

@@ -34,7 +34,12 @@ export interface Answered {
   state: RendererState;
 }
 
-export function requestScope(options: { now: () => number; onAnswered: (a: Answered) => void }): Middleware<RendererState> {
+export function requestScope(options: {
+  now: () => number;
+  /** Called once per leased request on arrival; onAnswered follows exactly once. */
+  onAccepted?: () => void;
+  onAnswered: (a: Answered) => void;
+}): Middleware<RendererState> {
   return async (ctx, next) => {
     const traced = propagation.extract(ROOT_CONTEXT, ctx.headers);
     const controller = new AbortController();
@@ -47,6 +52,7 @@ export function requestScope(options: { now: () => number; onAnswered: (a: Answe
     const lease = ctx.get(LEASE_HEADER);
     if (!LEASE_FORM.test(lease)) throw new ServiceError('unauthorized');
 
+    options.onAccepted?.();
     let release!: () => void;
     const handlerDone = new Promise<void>((resolve) => (release = resolve));
     ctx.res.once('close', () => {
