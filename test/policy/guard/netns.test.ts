@@ -51,6 +51,8 @@ async function inside(): Promise<void> {
   ip('link', 'set', 'lo', 'up');
   for (const a of ['10.200.0.1/32', '169.254.169.254/32', '100.64.0.9/32']) ip('addr', 'add', a, 'dev', 'lo');
   ip('-6', 'addr', 'add', 'fd00:200::1/128', 'dev', 'lo', 'nodad');
+  // Routed to the namespace's loopback but held by no address: a SYN there is never answered.
+  ip('route', 'add', '10.99.0.0/16', 'dev', 'lo');
 
   const PAGE_HOST = '127.0.0.5';
   const zone: Zone = (name, type) => {
@@ -139,6 +141,20 @@ async function inside(): Promise<void> {
       }
       t.equal(leaks(), 0, `${path}: no canary saw a connection`);
     }
+  });
+
+  t.test('GUARD_CONNECT_TIMEOUT_MS: a target that never answers the SYN is a 504, not a refusal', async (t) => {
+    // GUARD_ALLOW_CIDRS opens 10.99.0.0/16 here on purpose: the address must pass to be dialled.
+    const slow = createGuard({ port: 0, allowCidrs: ['10.99.0.0/16'], connectTimeoutMs: 300, logger });
+    await slow.start();
+    t.teardown(() => slow.stop());
+    const p = slow.address().port!;
+    const a = await viaGuard({ port: p }, 'http://10.99.0.1/');
+    t.equal(a.status, 504);
+    t.equal(a.headers['x-guard-reason'], undefined);
+    const c = await connectVia(p, '10.99.0.1:443');
+    t.equal(c.status, 504, 'a tunnel too');
+    t.equal(slow.unnamedTally().blocked, 0, 'neither is counted as a refusal');
   });
 
   t.test('the canaries received zero connections, and each counts one when touched', async (t) => {
