@@ -9,8 +9,9 @@ const LINE_BREAKS = /[\t\n\r]/g;
 // bidi isolates (U+2066-2069). Exactly the spec's list, nothing more.
 const REMOVED = /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 const WHITESPACE_RUN = /\s+/gu;
-// A character that puts ink on the card: letters, marks, numbers, punctuation, symbols.
-const PRINTABLE = /[\p{L}\p{M}\p{N}\p{P}\p{S}]/u;
+// A character that puts ink on the card: letters, marks, numbers, punctuation, symbols, except
+// the default-ignorable ones that draw nothing (variation selectors, Hangul fillers).
+const PRINTABLE = /(?!\p{Default_Ignorable_Code_Point})[\p{L}\p{M}\p{N}\p{P}\p{S}]/u;
 
 /** Spec 4.5 rule 1: line breaks to spaces, controls removed, whitespace runs collapsed, trimmed. */
 export function cleanText(raw: string): string {

@@ -125,11 +125,14 @@ t.test('every failing field is listed in one report', async (t) => {
 });
 
 t.test('a supplied field that cleans to nothing is refused (spec 4.5 rule 2)', async (t) => {
-  for (const raw of ['', '   ', '\t\n\r', '\u0000\u0001', '\u200e\u200f\u202a\u2066', '\u200d']) {
+  // Default-ignorable characters draw nothing: ZWJ, ZWSP, soft hyphen, variation selectors, Hangul fillers.
+  for (const raw of ['', '   ', '\t\n\r', '\u0000\u0001', '\u200e\u200f\u202a\u2066', '\u200d', '\u200b\u00ad', '\ufe0f', '\u{e0101}', '\u3164', '\u115f\u1160']) {
     t.same(issuesOf(q({ template: 'title', title: 'T', subtitle: raw })), [
       { path: 'subtitle', message: 'subtitle must hold at least one printable character' },
     ], JSON.stringify(raw));
   }
+  t.same(issuesOf(q({ template: 'title', title: 'T', subtitle: '\u0301' })), [], 'a lone combining mark draws ink');
+  t.same(issuesOf(q({ template: 'title', title: 'T', subtitle: '❤\ufe0f' })), [], 'a variation selector beside a symbol is fine');
   t.same(issuesOf(q({ template: 'title', title: ' ' })), [
     { path: 'title', message: 'title must hold at least one printable character' },
   ]);
