@@ -56,7 +56,9 @@ export function parseOgQuery(search: URLSearchParams): OgCard {
     const message =
       name === 'api_key'
         ? 'api_key is not accepted in the query; send the key in the authorization header'
-        : `${path} is not a parameter of /v1/og`;
+        : path === ''
+          ? 'a parameter with no name is not accepted'
+          : `${path} is not a parameter of /v1/og`;
     issues.push({ path, message });
   }
   for (const name of repeated) issues.push({ path: name, message: `${name} must be given once` });

@@ -111,6 +111,7 @@ t.test('unknown and repeated parameters are refused, never dropped', async (t) =
   t.notMatch(JSON.stringify(key), /sk_secret123/, 'the key value is never echoed');
   t.same(issuesOf('template=title&title=A&title=B'), [{ path: 'title', message: 'title must be given once' }]);
   t.same(issuesOf('template=title&template=stat&title=A'), [{ path: 'template', message: 'template must be given once' }]);
+  t.same(issuesOf('template=title&title=T&=x'), [{ path: '', message: 'a parameter with no name is not accepted' }]);
   const long = 'x'.repeat(500);
   const [issue] = issuesOf(`template=title&title=T&${long}=1`);
   t.ok(issue !== undefined && [...issue.path].length <= 65, 'a hostile unknown name is echoed bounded');
