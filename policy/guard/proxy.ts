@@ -14,7 +14,7 @@ import type { DecisionRecorder, Outcome, RequestKind } from './decisions.ts';
 import { endToEnd } from './headers.ts';
 import type { Judge } from './judge.ts';
 import type { RenderTallies } from './tally.ts';
-import { isRefused, parseRequestTarget, rawHeader, requestLineOf } from './target.ts';
+import { failingRequest, isRefused, parseRequestTarget, rawHeader, requestLineOf } from './target.ts';
 import { answerRaw, openTunnel } from './tunnel.ts';
 import { forward, type Dial, type UpstreamSettings } from './upstream.ts';
 
@@ -130,7 +130,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
   server.on('connect', (req: http.IncomingMessage, client: Duplex, head: Buffer) => tunnel('connect', req, client, head));
   server.on('upgrade', (req: http.IncomingMessage, client: Duplex, head: Buffer) => tunnel('upgrade', req, client, head));
 
-  server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex) => {
+  server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number }, socket: Duplex) => {
     const startedAt = performance.now();
     if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
@@ -140,8 +140,9 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
       answerRaw(socket, 431, 'request header fields too large');
       return;
     }
-    const line = requestLineOf(err.rawPacket);
-    const token = renderTokenFrom(rawHeader(err.rawPacket, 'proxy-authorization'));
+    const raw = failingRequest(err.rawPacket, err.bytesParsed);
+    const line = requestLineOf(raw);
+    const token = renderTokenFrom(rawHeader(raw, 'proxy-authorization'));
     // Node refused the request (a `data:` or `javascript:` target, a target with no host,
     // spaces, odd bytes): it cannot be carried, but it still gets the guard's answer (issue 2
     // §2 rule 6). The same rules judge what can be read of its target, so the reason is the
@@ -150,12 +151,23 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
       const judged = line === undefined ? undefined : await ctx.judge.judge(parseRequestTarget(line.method, line.target));
       const reason: RejectReason = judged === undefined || judged.ok ? 'bad_host' : judged.reason;
       const outcome = refuse(token, reason);
-      answerRaw(socket, 403, refusalBody(reason).trimEnd(), { [GUARD_REASON_HEADER]: reason });
+      // A pipelined request whose predecessor is still being answered: our answer waits for
+      // that one to finish rather than splice into it.
+      const answer = (): void => answerRaw(socket, 403, refusalBody(reason).trimEnd(), { [GUARD_REASON_HEADER]: reason });
+      const current = responseInFlight(socket);
+      if (current === undefined) answer();
+      else current.once('finish', answer).once('close', () => socket.destroy());
       ctx.recorder.record('malformed', token !== undefined, outcome, startedAt);
     })().catch(() => socket.destroy());
   });
 
   return server;
+}
+
+/** The answer to an earlier request the server is still writing on this socket, if any. */
+function responseInFlight(socket: Duplex): http.ServerResponse | undefined {
+  const current = (socket as Duplex & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+  return current !== undefined && current !== null && !current.writableFinished ? current : undefined;
 }
 
 /** The request head of an absolute-form WebSocket upgrade, rewritten to origin-form for the target. */

@@ -134,6 +134,17 @@ export function requestLineOf(raw: Buffer | undefined): { method: string; target
   return { method: words[0]!, target: words.slice(1, -1).join(' ') };
 }
 
+/**
+ * The bytes of the request Node's parser failed on. `raw` is the whole chunk it was parsing,
+ * which may begin with earlier pipelined requests; the failing one starts after the last blank
+ * line before `failedAt` (the offset the parser reached).
+ */
+export function failingRequest(raw: Buffer | undefined, failedAt: number | undefined): Buffer | undefined {
+  if (raw === undefined || failedAt === undefined || failedAt <= 0) return raw;
+  const end = raw.lastIndexOf('\r\n\r\n', Math.min(failedAt, raw.length) - 1);
+  return end === -1 ? raw : raw.subarray(end + 4);
+}
+
 /** The value of one header in raw request bytes (used for requests Node's parser refused). */
 export function rawHeader(raw: Buffer | undefined, name: string): string | undefined {
   if (raw === undefined) return undefined;

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { Judge, firstReason, judgeUrl } from '../../../policy/guard/judge.ts';
 import { DnsFailure, type Resolve } from '../../../policy/guard/resolver.ts';
-import { parseConnectTarget, parseRequestTarget, requestLineOf, rawHeader } from '../../../policy/guard/target.ts';
+import { failingRequest, parseConnectTarget, parseRequestTarget, requestLineOf, rawHeader } from '../../../policy/guard/target.ts';
 import type { SelfSet } from '../../../policy/guard/self.ts';
 
 const ZONE: Record<string, string[] | DnsFailure> = {
@@ -213,6 +213,12 @@ t.test('request targets Node may hand over, and those its parser rejects', async
   t.equal(rawHeader(raw, 'proxy-authorization'), 'Basic abc');
   t.same(requestLineOf(Buffer.from('GET http://a b/ HTTP/1.1\r\n')), { method: 'GET', target: 'http://a b/' });
   t.equal(requestLineOf(Buffer.from('garbage\r\n')), undefined);
+  const pipelined = Buffer.from('GET http://public.example/ HTTP/1.1\r\nHost: a\r\n\r\nGET data:x HTTP/1.1\r\nProxy-Authorization: Basic second\r\n\r\n');
+  const failedAt = pipelined.indexOf('data:');
+  t.same(requestLineOf(failingRequest(pipelined, failedAt)), { method: 'GET', target: 'data:x' }, 'the pipelined request that failed, not the first');
+  t.equal(rawHeader(failingRequest(pipelined, failedAt), 'proxy-authorization'), 'Basic second');
+  t.same(requestLineOf(failingRequest(raw, 4)), { method: 'GET', target: 'javascript:alert(1)' }, 'a lone request is itself');
+  t.equal(failingRequest(raw, undefined), raw);
 });
 
 t.test('precedence of reasons', async (t) => {

@@ -290,6 +290,13 @@ t.test("targets Node's parser rejects still get the guard's 403 with a reason", 
   }
 });
 
+t.test('a malformed request pipelined behind one still being answered gets its 403 after that answer', async (t) => {
+  const first = `GET ${at('public.test', '/before')} HTTP/1.1\r\nHost: public.test\r\n\r\n`;
+  const out = await rawExchange(port, `${first}GET javascript:alert(1) HTTP/1.1\r\nHost: x\r\n\r\n`);
+  t.match(out, /^HTTP\/1\.1 200 OK[^]*target saw GET \/before/, 'the first answer is whole');
+  t.match(out, /target saw GET \/beforeHTTP\/1\.1 403 Forbidden\r\n[^]*x-guard-reason: bad_scheme\r\n/, 'the refusal follows it');
+});
+
 t.test('reason precedence: the first of bad_scheme, credentials_in_url, bad_host, dns_failure, private_address, denied_host', async (t) => {
   const rows: [string, string, string][] = [
     ['bad scheme before credentials and a private host', `ftp://u@${CANARY_HOST}/`, 'bad_scheme'],
