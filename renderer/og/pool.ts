@@ -130,8 +130,11 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
         else job.reject(new ServiceError('render_failed'));
         pump();
       });
-      worker.on('error', () => {
-        // 'exit' follows and does the accounting; the error's text may quote a card's field.
+      let setupError = '';
+      worker.on('error', (err) => {
+        // 'exit' follows and does the accounting. Only a set-up failure (a missing font file)
+        // is reported: once cards arrive, an error's text may quote a card's field.
+        if (!thread.ready) setupError = err instanceof Error ? `: ${err.message}` : '';
       });
       worker.on('exit', () => {
         threads.delete(thread);
@@ -141,7 +144,7 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
           settle(job);
           job.reject(new ServiceError('render_failed'));
         }
-        if (!thread.ready) rejectReady(new Error('an OG drawing thread exited before it was ready'));
+        if (!thread.ready) rejectReady(new Error(`an OG drawing thread exited before it was ready${setupError}`));
         if (!running || thread.ending) return;
         // Spec Part 7: a crash answers its own card 502; the pool heals for the next ones.
         replaced++;

@@ -122,7 +122,7 @@ t.test('stop answers waiting cards busy, finishes the drawing one, refuses new o
 
 t.test('a thread that cannot set up fails start', async (t) => {
   const pool = createOgPool({ threads: 2, entry: BROKEN });
-  await t.rejects(pool.start(), /exited before it was ready/);
+  await t.rejects(pool.start(), /exited before it was ready: set-up failed/, 'the reason is given');
   t.notOk(pool.healthy());
   t.equal(pool.stats().threads, 0);
 });
