@@ -8,15 +8,22 @@ import { Surface } from './surface.ts';
 import { paintCard, type Regions } from './templates.ts';
 import { ground } from './theme.ts';
 import { faces } from './faces.ts';
+import { TEMPLATES } from './fields.ts';
+import { SCRIPTS, fullCard } from './samples.ts';
 
 let surface: Surface | undefined;
 
-/** Loads faces and prepares the surface and grounds, so the first card is not slower. */
+/**
+ * Loads faces, grounds and the emoji index, and draws one card per template, so a thread's first
+ * real card costs what every other does (compiled code, common glyph masks in the cache).
+ */
 export function warmUp(): void {
   faces();
   surface ??= new Surface();
   ground('dark');
   ground('light');
+  for (const template of TEMPLATES) drawCard(fullCard(template, 'dark', SCRIPTS.emoji!));
+  for (const template of TEMPLATES) drawCard(fullCard(template, 'light', SCRIPTS.latin!));
 }
 
 /**
