@@ -177,7 +177,7 @@ export function guardedContext(browser: Browser, proxy: string): Promise<Browser
 }
 
 /** Waits, a bounded number of rounds, until `cond` holds; answers whether it did. */
-export async function eventually(cond: () => boolean, rounds = 400, everyMs = 25): Promise<boolean> {
+export async function eventually(cond: () => boolean, rounds = 1200, everyMs = 25): Promise<boolean> {
   for (let i = 0; i < rounds; i += 1) {
     if (cond()) return true;
     await new Promise((r) => setTimeout(r, everyMs));
