@@ -19,22 +19,14 @@ import { createGuard, judgeUrl } from '../../policy/guard/index.ts';
 import { createPolicyServer } from '../../policy/server.ts';
 import { createBrowserPool } from '../../renderer/browser/index.ts';
 import { createRenderCache } from '../../renderer/cache/index.ts';
-import { ogCacheKey, parseOgQuery, type OgCard } from '../../renderer/og/index.ts';
-import { drawCard } from '../../renderer/og/draw.ts';
+import { createOgDrawer } from '../../renderer/og/index.ts';
 import { openapiJson } from '../../renderer/openapi/document.ts';
-import { createRendererServer, type OgDrawing } from '../../renderer/server/index.ts';
+import { createRendererServer } from '../../renderer/server/index.ts';
 import type { Command } from './command.ts';
 
 /** Public port of `tintype start` (DESIGN.md §1) and its admin port. */
 export const START_PORT = 8080;
 export const START_ADMIN_PORT = 9080;
-
-/** OG cards drawn in-process (the drawing makes no network request, spec 4.5). */
-const ogDrawing: OgDrawing<OgCard> = {
-  parse: parseOgQuery,
-  key: ogCacheKey,
-  draw: async (card) => drawCard(card),
-};
 
 function waitForSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
@@ -102,6 +94,10 @@ export const startCommand: Command = {
       const cache = createRenderCache(config, rendererLogger);
       await cache.start();
       stopped.push(cache);
+      // OG cards are drawn on worker threads inside the render budget (spec 4.5; Part 7 504).
+      const og = createOgDrawer({ threads: config.ogThreads, maxQueue: config.ogQueue, drawTimeoutMs: config.renderTimeoutMs });
+      await og.start();
+      stopped.push(og);
       const policyUrl = `http://127.0.0.1:${policy.address().port}`;
       const renderer = createRendererServer({
         config: inner,
@@ -114,7 +110,7 @@ export const startCommand: Command = {
           const j = await judgeUrl(url, guard.judge());
           return j.ok ? { ok: true } : { ok: false, reason: j.reason };
         },
-        og: ogDrawing,
+        og,
         host: '127.0.0.1',
       });
       await renderer.start();
