@@ -153,6 +153,19 @@ export class BrowserInstance {
     for (const h of hooks) h();
   }
 
+  /** A waiting lane's page crashed before any render took it. */
+  private discardCrashed(lane: Lane, page: Page): void {
+    const at = this.ready.indexOf(lane);
+    if (at < 0 || lane.page !== page) return; // in use: the render fails on its own
+    this.ready.splice(at, 1);
+    const context = lane.context;
+    lane.context = undefined;
+    lane.page = undefined;
+    this.logger.warn('browser.prepared_page_crashed', { generation: this.generation });
+    void context?.close().catch(() => {});
+    this.prepare(lane);
+  }
+
   private rejectWaiters(): void {
     for (const w of this.waiters) w.reject(INSTANCE_GONE);
     this.waiters.clear();
@@ -175,6 +188,8 @@ export class BrowserInstance {
       }
       lane.context = context;
       lane.page = page;
+      // A prepared page whose renderer process died is useless: prepare the lane afresh.
+      page.once('error', () => this.discardCrashed(lane, page));
       const waiter = this.waiters.values().next();
       if (!waiter.done) {
         this.waiters.delete(waiter.value);

@@ -30,6 +30,8 @@ const SELF_TEST_RETRY_MS = 5_000;
 const SELF_TEST_BUDGET_MS = 20_000;
 const RELAUNCH_BACKOFF_MS = [250, 1_000, 5_000, 15_000];
 const STOP_DRAIN_MS = 10_000;
+/** How long a page that failed its render has to prove it is still alive. */
+const PROBE_TIMEOUT_MS = 2_000;
 
 const tracer = trace.getTracer('tintype');
 
@@ -160,7 +162,16 @@ class Pool implements BrowserPool {
       ({ inst, lane } = await this.acquire(control.signal));
       const instance = inst;
       const page = lane.page!;
-      cancelDeathHook = inst.onDeath(() => control.abort(new ServiceError('render_failed')));
+      const cancelBrowserHook = inst.onDeath(() => control.abort(new ServiceError('render_failed')));
+      // The page's renderer process crashed (or the page closed itself): nothing more will come.
+      const onPageGone = (): void => control.abort(new ServiceError('render_failed'));
+      page.once('error', onPageGone);
+      page.once('close', onPageGone);
+      cancelDeathHook = () => {
+        cancelBrowserHook();
+        page.off('error', onPageGone);
+        page.off('close', onPageGone);
+      };
       const token = newRenderToken();
       await untilAborted(inst.relays.setToken(lane.index, token), control.signal);
       const total: RenderTally = { blocked: 0, firstReason: null };
@@ -172,7 +183,20 @@ class Pool implements BrowserPool {
       };
       const work = job.run({ page, signal: control.signal, tally });
       work.catch(() => {}); // once aborted, the page's calls reject on their own
-      const value = await untilAborted(work, control.signal);
+      const value = await untilAborted(work, control.signal).catch(async (err: unknown) => {
+        if (control.signal.aborted || err instanceof ServiceError) throw err;
+        // A failed navigation can be the first sign of a crashed renderer, ahead of the crash
+        // event: a page that no longer answers is a failed render (spec Part 7 render_failed).
+        const alive = await untilAborted(
+          withTimeout(page.evaluate('1'), PROBE_TIMEOUT_MS).then(
+            () => true,
+            () => false,
+          ),
+          control.signal,
+        );
+        if (!alive) throw new ServiceError('render_failed');
+        throw err;
+      });
       // Cut the lane before the final count, so nothing more is counted for this render.
       await untilAborted(instance.relays.setToken(lane.index, undefined), control.signal);
       let final: RenderTally;

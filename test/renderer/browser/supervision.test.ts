@@ -10,6 +10,7 @@ import { ServiceError } from '../../../lib/errors.ts';
 import {
   alive,
   chromiumPid,
+  cmdline,
   defunctChildren,
   html,
   inProcess,
@@ -104,8 +105,49 @@ for (const isolation of ['netns', 'pod'] as const) {
       t.equal(polls, after, 'the destroyed context polls no more');
     });
 
+    t.test('the tabs\' renderer processes killed mid-render: render_failed, the browser serves on', async (t) => {
+      let launched = 0;
+      const hangsBefore = site.hits('/hang');
+      const r = pool.render(
+        job(async (p) => {
+          launched = launchedPid(p);
+          await p.goto(`${site.origin}/hang`, { waitUntil: 'load', timeout: 0 });
+          return 'answered';
+        }, 120_000),
+      );
+      await until(() => site.hits('/hang') === hangsBefore + 1);
+      // Every renderer process: the render's own and those of the contexts prepared ahead.
+      const renderers = treePids(launched).filter((pid) => cmdline(pid).join(' ').includes('--type=renderer'));
+      t.ok(renderers.length > 0, 'the browser has renderer processes');
+      for (const pid of renderers) process.kill(pid, 'SIGKILL');
+      t.equal(await outcome(r), 'render_failed', 'the render in flight failed');
+      // A context prepared ahead whose page died too may still be handed out before its crash
+      // is reported; that render fails the same way. Then every lane serves again, same browser.
+      const restarts = pool.stats().restarts;
+      let served = 0;
+      while (served < 3) {
+        const next = await outcome(
+          pool.render(
+            job(async (p) => {
+              await p.goto(`${site.origin}/`, { waitUntil: 'load' });
+              if (launchedPid(p) !== launched) throw new Error('another browser');
+            }),
+          ),
+        );
+        if (next === 'ok') served += 1;
+        else if (next === 'render_failed') served = 0;
+        else {
+          t.fail(next);
+          break;
+        }
+      }
+      t.pass('three renders in a row were served after the crash');
+      t.equal(pool.stats().restarts, restarts, 'the browser was not replaced');
+    });
+
     t.test('Chromium killed mid-render: render_failed at once, then a new browser', async (t) => {
       let launched = 0;
+      const hangsBefore = site.hits('/hang');
       const r = pool.render(
         job(async (p) => {
           launched = launchedPid(p);
@@ -114,7 +156,7 @@ for (const isolation of ['netns', 'pod'] as const) {
           return 'answered';
         }, 120_000),
       );
-      await until(() => site.hits('/hang') === 1);
+      await until(() => site.hits('/hang') === hangsBefore + 1);
       process.kill(chromiumPid(launched), 'SIGKILL');
       t.equal(await outcome(r), 'render_failed', 'the render in flight failed (long before its deadline)');
       t.equal(pool.stats().busy, 0);
