@@ -56,7 +56,7 @@ export function createOperations(deps: OperationDeps): RenderOperations {
         operation: 'pdf', key: pdfKey(req), contentType: 'application/pdf',
         ...(req.url !== undefined ? { url: req.url } : {}),
         refusalFailsRender: false, deadline: by, signal: scope.signal,
-        work: (ctx) => pdfWork(ctx, req, by),
+        work: (ctx) => pdfWork(ctx, req, by, deps.maxOutputBytes),
       });
     },
   };

@@ -108,6 +108,12 @@ t.test('502 render_too_large past TINTYPE_MAX_OUTPUT_BYTES, metered, not cached'
   }
   const small = await post(h, 'html-to-image', { html: NOISE, width: 50, height: 50 });
   t.equal(small.status, 200, 'a small render of the same markup fits');
+  const pdfLease = newLease();
+  const pdf = await post(h, 'pdf', { html: NOISE }, { lease: pdfLease });
+  t.equal(pdf.status, 502, 'pdf: cut off while reading the stream');
+  t.same(pdf.json(), { error: 'render_too_large' });
+  t.same(await settledOf(pdfLease), { lease: pdfLease, status: 502, error: 'render_too_large' });
+  t.equal((await post(h, 'pdf', { html: '<p>small</p>' })).status, 200, 'a small pdf fits');
 });
 
 t.test('a client that goes away: the render stops, the slot is freed, the lease settles once', async (t) => {
