@@ -412,7 +412,7 @@ t.test('traces: one trace from the edge through policy and the renderer to the b
   });
 });
 
-t.test('no key, URL or HTML in any exported span or log line', async (t) => {
+t.test('no key, URL or HTML in any exported span, log line or metric', async (t) => {
   // Let the exporter flush what is pending (its delay is 1 s); then search everything.
   await new Promise((r) => setTimeout(r, 1500));
   const exported = receiver.raw.join('\n');
@@ -427,6 +427,9 @@ t.test('no key, URL or HTML in any exported span or log line', async (t) => {
     t.notOk(logs.includes(body), 'no key in logs');
   }
   t.notOk(exported.includes(site.base), 'no target address in spans');
+  const metrics = await (await fetch(`http://127.0.0.1:${svc.adminPort}/metrics`)).text();
+  t.notMatch(metrics, MARKER, 'no URL or HTML in metrics');
+  t.ok(secrets.every((s) => !metrics.includes(s.slice(3))), 'no key in metrics');
 });
 
 t.test('SIGTERM: exit 0', async (t) => {
