@@ -13,7 +13,7 @@ import { createLogger, type Logger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { httpSettler, type Settler } from '../../lib/policy-contract.ts';
 import { propagatingFetch, startTelemetry } from '../../lib/telemetry.ts';
-import { createGuard, createJudge, judgeUrl, type Guard } from '../../policy/guard/index.ts';
+import { createGuard, createJudge, guardSettings, judgeUrl, type Guard } from '../../policy/guard/index.ts';
 import { createBrowserPool, guardEndpointFromConfig, type GuardEndpoint } from '../../renderer/browser/index.ts';
 import { createRenderCache } from '../../renderer/cache/index.ts';
 import { createOgDrawer } from '../../renderer/og/index.ts';
@@ -47,18 +47,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
     // Its own guard, reached over a unix socket: the one path out of Chromium's namespace.
     socketDir = config.guardSocket === undefined ? await mkdtemp(path.join(os.tmpdir(), 'tintype-guard-')) : undefined;
     const socket = config.guardSocket ?? path.join(socketDir!, 'guard.sock');
-    guard = createGuard({
-      socket,
-      dnsServers: config.guardDnsServers,
-      dnsTimeoutMs: config.guardDnsTimeoutMs,
-      allowCidrs: config.guardAllowCidrs,
-      selfAddresses: config.guardSelfAddresses,
-      connectTimeoutMs: config.guardConnectTimeoutMs,
-      idleTimeoutMs: config.guardIdleTimeoutMs,
-      maxTunnels: config.guardMaxTunnels,
-      logger: logger.child({ component: 'guard' }),
-      metrics: registry,
-    });
+    guard = createGuard({ socket, ...guardSettings(config), logger: logger.child({ component: 'guard' }), metrics: registry });
     const own = guard;
     endpoint = { socketPath: socket, takeTally: (token) => own.takeTally(token) };
     judge = (url) => judgeUrl(url, own.judge());
@@ -66,13 +55,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
     endpoint = guardEndpointFromConfig(config);
     // The same rules as the guard, for the page address before a slot (spec 4.4 rule 3); the
     // guard still judges every connection Chromium makes.
-    const own = await createJudge({
-      dnsServers: config.guardDnsServers,
-      dnsTimeoutMs: config.guardDnsTimeoutMs,
-      allowCidrs: config.guardAllowCidrs,
-      selfAddresses: config.guardSelfAddresses,
-      logger,
-    });
+    const own = await createJudge({ ...guardSettings(config), logger });
     judge = (url) => judgeUrl(url, own);
   }
   const pool = createBrowserPool({ config, logger, registry, guard: endpoint });
