@@ -10,7 +10,10 @@ import { RENDER_STATS_PATH, type RenderTally } from '../../lib/guard-contract.ts
 
 /** Where the guard listens and how to read a render's tally. */
 export interface GuardEndpoint {
-  /** Unix socket of the guard's proxy. Required for netns isolation: the one path out of the namespace. */
+  /**
+   * Unix socket of the guard's proxy: the one path out of the namespace in netns isolation. With
+   * only `url` there, the pool bridges a socket of its own to it (guard-bridge.ts).
+   */
   socketPath?: string;
   /** `http://host:port` of the guard over TCP (pod isolation, `GUARD_URL`). */
   url?: string;

@@ -12,6 +12,7 @@ import { ServiceError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Counter } from '../../lib/metrics.ts';
 import { chromiumArgs, chromiumExecutable, isHeadlessShell } from './chromium.ts';
+import { startGuardBridge, type GuardBridge } from './guard-bridge.ts';
 import { dialGuard, guardAddress, tallyReader, type GuardAddress } from './guard-endpoint.ts';
 import { BrowserInstance, INSTANCE_GONE, withTimeout, type Lane } from './instance.ts';
 import { prepareNetnsLaunch, type NetnsLaunch } from './netns-launcher.ts';
@@ -68,6 +69,7 @@ class Pool implements BrowserPool {
   private guard: GuardAddress | undefined;
   private readTally: ((token: string) => Promise<RenderTally>) | undefined;
   private podRelays: RelaySet | undefined;
+  private bridge: GuardBridge | undefined;
 
   private current: BrowserInstance | undefined;
   private launching: Promise<BrowserInstance> | undefined;
@@ -106,8 +108,17 @@ class Pool implements BrowserPool {
     if (this.started) return;
     this.started = true;
     this.executable = chromiumExecutable(this.config);
-    this.guard = guardAddress(this.options.guard, this.config.isolation);
-    this.readTally = tallyReader(this.options.guard, this.guard);
+    const endpoint = this.options.guard;
+    if (this.config.isolation === 'netns' && endpoint.socketPath === undefined && endpoint.url !== undefined) {
+      // Only a unix socket crosses the namespace: bridge one to the guard's TCP address.
+      const tcp = guardAddress(endpoint, 'pod');
+      this.bridge = await startGuardBridge(tcp);
+      this.guard = { path: this.bridge.path };
+      this.readTally = tallyReader(endpoint, tcp);
+    } else {
+      this.guard = guardAddress(endpoint, this.config.isolation);
+      this.readTally = tallyReader(endpoint, this.guard);
+    }
     if (this.config.isolation === 'pod') {
       const guard = this.guard;
       this.podRelays = await startRelays({ lanes: this.lanes, dial: () => dialGuard(guard) });
@@ -127,6 +138,7 @@ class Pool implements BrowserPool {
     await this.launching?.catch(() => undefined);
     await Promise.all([...this.live].map((inst) => this.closeInstance(inst)));
     await this.podRelays?.close();
+    await this.bridge?.close();
   }
 
   healthy(): boolean {

@@ -52,6 +52,22 @@ t.test('netns: its own namespace with only loopback, CDP over a pipe, the site r
   );
 });
 
+t.test('netns with a guard known only by GUARD_URL: bridged over a unix socket', async (t) => {
+  const g = await startGuard(t);
+  const site = await startSite(t, { '/': html(PAGE) });
+  const pool = await startPool(t, { url: g.url });
+  t.ok(pool.selfTestPassed(), 'the self-test passed through the bridge');
+  const r = await pool.render(
+    job(async (page) => {
+      await page.goto(`${site.origin}/`, { waitUntil: 'load' });
+      await page.setContent('<img src="http://10.9.9.9/x.png">', { waitUntil: 'load' });
+      return page.$eval('img', () => 'rendered');
+    }),
+  );
+  t.equal(r.value, 'rendered');
+  t.equal(r.tally.blocked, 1, 'the tally is read from the guard over HTTP');
+});
+
 for (const isolation of ['netns', 'pod'] as const) {
   t.test(`${isolation}: the launch flags`, async (t) => {
     const g = await startGuard(t);
