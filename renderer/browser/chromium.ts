@@ -4,6 +4,7 @@
  * Chromium itself).
  */
 import { existsSync, realpathSync } from 'node:fs';
+import type { BrowserContextOptions } from 'puppeteer-core';
 import type { Config } from '../../lib/config.ts';
 
 /** Candidates in order of preference; the headless shell is much faster for this work. */
@@ -67,7 +68,10 @@ export function chromiumArgs(options: { refuseProxy: string; runningAsRoot: bool
   return args;
 }
 
-/** The options of every render's browser context: its lane relay as proxy, nothing bypassed. */
-export function contextOptions(laneAddress: string): { proxyServer: string; proxyBypassList: string[] } {
-  return { proxyServer: `http://${laneAddress}`, proxyBypassList: ['<-loopback>'] };
+/**
+ * The options of every render's browser context: its lane relay as proxy, nothing bypassed,
+ * and no download written to this machine's disk.
+ */
+export function contextOptions(laneAddress: string): BrowserContextOptions {
+  return { proxyServer: `http://${laneAddress}`, proxyBypassList: ['<-loopback>'], downloadBehavior: { policy: 'deny' } };
 }

@@ -188,6 +188,8 @@ export class BrowserInstance {
       }
       lane.context = context;
       lane.page = page;
+      // alert/confirm/prompt would stop the page until the deadline; nobody is there to answer.
+      page.on('dialog', (dialog) => void dialog.dismiss().catch(() => {}));
       // A prepared page whose renderer process died is useless: prepare the lane afresh.
       page.once('error', () => this.discardCrashed(lane, page));
       const waiter = this.waiters.values().next();

@@ -107,6 +107,16 @@ t.test('nothing set by one render is seen by the next', async (t) => {
   t.pass('every render’s page was closed after it');
   const contexts = new Set(pages.map((p) => p.browserContext()));
   t.equal(contexts.size, pages.length, 'every render had a browser context of its own');
+
+  const dialogs = await pool.render(
+    job(async (page) => {
+      await page.setContent('<script>alert(1); window.answer = confirm("?"); prompt("?");</script><p>after</p>', {
+        waitUntil: 'load',
+      });
+      return page.evaluate('[window.answer, document.body.innerText]');
+    }),
+  );
+  t.same(dialogs.value, [false, 'after'], 'alert, confirm and prompt are dismissed; the page goes on');
 });
 
 t.test('all slots taken: busy at once, no queue; a freed slot takes renders again', async (t) => {
