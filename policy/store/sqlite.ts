@@ -25,7 +25,7 @@ import type {
 } from './store.ts';
 
 /** Versioned schema; a version is applied once, in one transaction, and recorded. */
-const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
+export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   {
     version: 1,
     sql: `
@@ -76,7 +76,54 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
       CREATE INDEX IF NOT EXISTS usage_key_month ON usage (key_id, month);
     `,
   },
+  {
+    // Fewer pages written per check and settle (each one a WAL frame): a lease lives in its
+    // primary-key tree alone (WITHOUT ROWID), and the ledger's sequence needs no
+    // sqlite_sequence row (rows are never deleted, so the rowid only grows).
+    version: 2,
+    sql: `
+      CREATE TABLE leases_v2 (
+        id TEXT PRIMARY KEY,
+        key_id TEXT NOT NULL REFERENCES api_keys(id),
+        operation TEXT NOT NULL,
+        render INTEGER NOT NULL,
+        month TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      INSERT INTO leases_v2 (id, key_id, operation, render, month, created_at, expires_at)
+        SELECT id, key_id, operation, render, month, created_at, expires_at FROM leases;
+      DROP TABLE leases;
+      ALTER TABLE leases_v2 RENAME TO leases;
+      CREATE INDEX leases_expiry ON leases (expires_at);
+      CREATE TABLE usage_v2 (
+        seq INTEGER PRIMARY KEY,
+        lease_id TEXT NOT NULL UNIQUE,
+        key_id TEXT NOT NULL REFERENCES api_keys(id),
+        operation TEXT NOT NULL,
+        month TEXT NOT NULL,
+        status INTEGER,
+        error TEXT,
+        cache TEXT,
+        metered INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        checked_at INTEGER NOT NULL,
+        recorded_at INTEGER NOT NULL
+      );
+      INSERT INTO usage_v2 SELECT seq, lease_id, key_id, operation, month, status, error, cache, metered, outcome, checked_at, recorded_at FROM usage;
+      DROP TABLE usage;
+      ALTER TABLE usage_v2 RENAME TO usage;
+      CREATE INDEX usage_key_month ON usage (key_id, month);
+    `,
+  },
 ];
+
+/**
+ * Page size of a new database file. Rows here are small; every page a commit touches is written
+ * whole to the WAL, so small pages cut the bytes written per check and settle about fourfold.
+ * An existing file keeps the page size it was created with.
+ */
+const NEW_DATABASE_PAGE_SIZE = 1024;
 
 export interface SqliteStoreOptions {
   /** Directory of the database file (TINTYPE_DATA_DIR), or `:memory:`. */
@@ -108,6 +155,7 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
     file = path.join(options.dataDir, 'policy.sqlite');
   }
   const db = new Database(file);
+  db.pragma(`page_size = ${NEW_DATABASE_PAGE_SIZE}`);
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
   db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 2000}`);
@@ -173,7 +221,7 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
 
   const migrateTx = db.transaction(() => {
     const done = new Set((db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version));
-    for (const m of MIGRATIONS) {
+    for (const m of SQLITE_MIGRATIONS) {
       if (done.has(m.version)) continue;
       db.exec(m.sql);
       db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(m.version, Date.now());
