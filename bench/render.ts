@@ -7,8 +7,9 @@
  * same concurrency. Then the renderer's memory after 500 renders, and its growth over them.
  *
  * Every request carries a distinct document, so nothing is served from the cache.
- * Memory is the renderer process tree (node, Chromium, relays): RSS summed (an upper bound, as
- * Chromium's processes share pages) and PSS summed (shared pages divided among their users).
+ * Memory is the renderer process tree (node with its OG drawing threads, Chromium, the relay):
+ * RSS summed (an upper bound, as Chromium's processes share pages) and PSS summed (shared pages
+ * divided among their users), and PSS split into the node process and everything below it.
  *
  * Targets on 2 cores: ≥ 1.5× the baseline's renders/s, html-to-image p50 ≤ 100 ms,
  * memory ≤ 400 MB + 80 MB per slot with no growth over the 500 renders.
@@ -16,13 +17,14 @@
  * `npm run bench -- render [--renders N] [--memory-renders N]`
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import puppeteer, { type Browser } from 'puppeteer-core';
 import { chromiumExecutable } from '../renderer/browser/index.ts';
+import { descendants } from '../test/renderer/server/procs.ts';
 import { percentile, printMachine, round2 } from './machine.ts';
 
 const { values: opts } = parseArgs({
@@ -146,32 +148,37 @@ function baselineClient(browser: Browser): RenderOnce {
   };
 }
 
+interface Memory {
+  rssMb: number;
+  pssMb: number;
+  /** PSS of the renderer's own node process (server, cache, OG drawing threads). */
+  nodePssMb: number;
+  /** PSS of everything under it: Chromium, its namespace relay. */
+  browserPssMb: number;
+  processes: number;
+}
+
 /** Summed RSS and PSS (MiB) of `pid` and all its descendants, from /proc. */
-function treeMemory(pid: number): { rssMb: number; pssMb: number; processes: number } {
-  const parent = new Map<number, number>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const tree = [pid];
-  for (let i = 0; i < tree.length; i++) for (const [child, pp] of parent) if (pp === tree[i]) tree.push(child);
+function treeMemory(pid: number): Memory {
+  const tree = [pid, ...descendants(pid)];
   let rss = 0;
   let pss = 0;
+  let nodePss = 0;
   for (const p of tree) {
     try {
       const rollup = readFileSync(`/proc/${p}/smaps_rollup`, 'utf8');
+      const pssKb = Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
       rss += Number(/^Rss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
-      pss += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0);
+      pss += pssKb;
+      if (p === pid) nodePss = pssKb;
     } catch {
       // gone meanwhile
     }
   }
-  return { rssMb: round2(rss / 1024), pssMb: round2(pss / 1024), processes: tree.length };
+  return {
+    rssMb: round2(rss / 1024), pssMb: round2(pss / 1024), nodePssMb: round2(nodePss / 1024),
+    browserPssMb: round2((pss - nodePss) / 1024), processes: tree.length,
+  };
 }
 
 printMachine(CHROMIUM);
@@ -221,8 +228,10 @@ try {
   await new Promise((r) => setTimeout(r, 1000));
   const late = treeMemory(pid);
   const boundMb = 400 + 80 * SLOTS;
-  console.log(`renderer memory after 50 renders: RSS ${early.rssMb} MiB, PSS ${early.pssMb} MiB (${early.processes} processes)`);
-  console.log(`renderer memory after ${MEMORY_RENDERS} renders: RSS ${late.rssMb} MiB, PSS ${late.pssMb} MiB (${late.processes} processes); bound ${boundMb} MB`);
+  const line = (m: Memory): string =>
+    `RSS ${m.rssMb} MiB, PSS ${m.pssMb} MiB (node ${m.nodePssMb} with its OG threads, Chromium and relay ${m.browserPssMb}; ${m.processes} processes)`;
+  console.log(`renderer memory after 50 renders: ${line(early)}`);
+  console.log(`renderer memory after ${MEMORY_RENDERS} renders: ${line(late)}; bound ${boundMb} MB`);
 
   const h1 = results['html-to-image_c1']!;
   const h2 = results['html-to-image_c2']!;
@@ -257,6 +266,8 @@ try {
       rss_mb_after_all: late.rssMb,
       pss_mb_after_50: early.pssMb,
       pss_mb_after_all: late.pssMb,
+      node_pss_mb_after_all: late.nodePssMb,
+      browser_pss_mb_after_all: late.browserPssMb,
       memory_bound_mb: boundMb,
     }),
   );

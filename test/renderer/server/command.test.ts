@@ -4,7 +4,6 @@
  * flight inside the budget, settles it, closes Chromium and exits 0.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,37 +13,9 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { LEASE_HEADER, SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
 import { SITE_HOST, pngSize, startSite, until } from './harness.ts';
+import { alive, descendants } from './procs.ts';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-
-/** Every live descendant of `pid`, from /proc. */
-function descendants(pid: number): number[] {
-  const parent = new Map<number, number>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  const out: number[] = [];
-  const walk = (p: number): void => {
-    for (const [child, pp] of parent) if (pp === p) (out.push(child), walk(child));
-  };
-  walk(pid);
-  return out;
-}
-
-function alive(pid: number): boolean {
-  try {
-    const state = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/\) Z /.test(state);
-  } catch {
-    return false;
-  }
-}
 
 t.test('SIGTERM finishes the render in flight, settles it, closes Chromium and exits 0', async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-renderer-cmd-'));
