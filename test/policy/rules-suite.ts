@@ -273,8 +273,8 @@ export function rulesSuite(t: Test, kind: StoreKind): void {
     t.equal(await store.monthUsed(k.id, '2026-05'), 3, 'the refused check reserved nothing');
   });
 
-  t.test('order: burst before quota before concurrency', async (t) => {
-    const { policy, key, clock } = await setup(t, kind, '2026-05-05T10:00:00Z');
+  t.test('order: burst before quota before concurrency; refusals write nothing', async (t) => {
+    const { policy, key, clock, store } = await setup(t, kind, '2026-05-05T10:00:00Z');
     const k = await key('edge'); // 2 a month, 3 a minute, 1 render at a time
     const ask = (op: 'ping' | 'og') => policy.check(bearer(k.secret), op);
     t.equal((await ask('og')).allow, true, 'render granted: quota 1/2, place 1/1, window 1/3');
@@ -283,6 +283,10 @@ export function rulesSuite(t: Test, kind: StoreKind): void {
     t.same(body(await ask('og'))?.error, 'rate_limited', 'window, quota and place all spent: burst answers');
     clock.advance(60_000);
     t.same(body(await ask('og'))?.error, 'quota_exceeded', 'quota and place spent: quota answers');
+    t.equal(await store.openLeases(k.id), 2, 'the three refusals hold no lease');
+    clock.advance(TTL);
+    t.equal(await policy.expire(), 2);
+    t.equal((await store.usage(k.id)).length, 2, 'and write no usage: only the two grants are in the ledger');
   });
 
   t.test('missing, malformed, unknown and revoked keys: the same 401', async (t) => {
