@@ -90,45 +90,17 @@ function call(agent: http.Agent, port: number, method: string, p: string, header
   });
 }
 
-/** Check + settle pairs over HTTP from `CONNECTIONS` loops for `seconds`, after a warm-up. */
-async function driveHttp(port: number, secrets: string[], seconds: number, connections = CONNECTIONS): Promise<Figures> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  const check: number[] = [];
-  const settle: number[] = [];
-  const pair: number[] = [];
-  let errors = 0;
-  let pairs = 0;
-  const warmEnd = performance.now() + WARMUP_SECONDS * 1000;
-  const end = warmEnd + seconds * 1000;
-  const loop = async (w: number): Promise<void> => {
-    for (let i = w; performance.now() < end; i += connections) {
-      const auth = { authorization: `Bearer ${secrets[i % secrets.length]}` };
-      const t0 = performance.now();
-      const [status, lease] = await call(agent, port, 'POST', '/authz/v1/pdf', auth);
-      const t1 = performance.now();
-      if (status !== 200 || lease === undefined) {
-        errors++;
-        continue;
-      }
-      const body = JSON.stringify({ lease, status: 200, cache: 'miss' });
-      const [s] = await call(agent, port, 'POST', '/settle', { 'content-type': 'application/json', 'content-length': String(body.length) }, body);
-      const t2 = performance.now();
-      if (s !== 204) errors++;
-      if (t0 < warmEnd) continue;
-      pairs++;
-      check.push(t1 - t0);
-      settle.push(t2 - t1);
-      pair.push(t2 - t0);
-    }
-  };
-  await Promise.all(Array.from({ length: connections }, (_, w) => loop(w)));
-  agent.destroy();
-  return summarize(pairs, seconds, check, settle, pair, errors);
+/**
+ * One check: answers the lease, or undefined when it was not granted. One settle: answers
+ * whether it was acknowledged. `i` picks the key.
+ */
+interface Pair {
+  check(i: number): Promise<string | undefined>;
+  settle(lease: string): Promise<boolean>;
 }
 
-/** The policy functions on the store, no HTTP, `CONNECTIONS` loops at once. */
-async function driveInProcess(store: PolicyStore, secrets: string[], seconds: number): Promise<Figures> {
-  const policy = createPolicy({ store, plans: PLANS, clock: Date.now, leaseTtlMs: 60_000 });
+/** Runs `loops` check-then-settle loops for `seconds` after a warm-up; times each half. */
+async function drive(loops: number, seconds: number, p: Pair): Promise<Figures> {
   const check: number[] = [];
   const settle: number[] = [];
   const pair: number[] = [];
@@ -137,17 +109,17 @@ async function driveInProcess(store: PolicyStore, secrets: string[], seconds: nu
   const warmEnd = performance.now() + WARMUP_SECONDS * 1000;
   const end = warmEnd + seconds * 1000;
   const loop = async (w: number): Promise<void> => {
-    for (let i = w; performance.now() < end; i += CONNECTIONS) {
+    for (let i = w; performance.now() < end; i += loops) {
       const t0 = performance.now();
-      const d = await policy.check(`Bearer ${secrets[i % secrets.length]}`, 'pdf');
+      const lease = await p.check(i);
       const t1 = performance.now();
-      if (!d.allow) {
+      if (lease === undefined) {
         errors++;
         continue;
       }
-      await policy.settle({ lease: d.leaseId, status: 200, cache: 'miss' });
+      if (!(await p.settle(lease))) errors++;
       const t2 = performance.now();
-      // Let the other loops in: SQLite answers synchronously and would otherwise never yield.
+      // Let the other loops in: in-process SQLite answers synchronously and would never yield.
       await new Promise((r) => setImmediate(r));
       if (t0 < warmEnd) continue;
       pairs++;
@@ -156,8 +128,42 @@ async function driveInProcess(store: PolicyStore, secrets: string[], seconds: nu
       pair.push(t2 - t0);
     }
   };
-  await Promise.all(Array.from({ length: CONNECTIONS }, (_, w) => loop(w)));
+  await Promise.all(Array.from({ length: loops }, (_, w) => loop(w)));
   return summarize(pairs, seconds, check, settle, pair, errors);
+}
+
+/** Check + settle pairs over HTTP on `connections` kept-alive connections, as Envoy and renderers call. */
+async function driveHttp(port: number, secrets: string[], seconds: number, connections = CONNECTIONS): Promise<Figures> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  try {
+    return await drive(connections, seconds, {
+      async check(i) {
+        const [status, lease] = await call(agent, port, 'POST', '/authz/v1/pdf', { authorization: `Bearer ${secrets[i % secrets.length]}` });
+        return status === 200 ? lease : undefined;
+      },
+      async settle(lease) {
+        const body = JSON.stringify({ lease, status: 200, cache: 'miss' });
+        const [s] = await call(agent, port, 'POST', '/settle', { 'content-type': 'application/json', 'content-length': String(body.length) }, body);
+        return s === 204;
+      },
+    });
+  } finally {
+    agent.destroy();
+  }
+}
+
+/** The policy functions on the store, no HTTP, `CONNECTIONS` loops at once. */
+async function driveInProcess(store: PolicyStore, secrets: string[], seconds: number): Promise<Figures> {
+  const policy = createPolicy({ store, plans: PLANS, clock: Date.now, leaseTtlMs: 60_000 });
+  return drive(CONNECTIONS, seconds, {
+    async check(i) {
+      const d = await policy.check(`Bearer ${secrets[i % secrets.length]}`, 'pdf');
+      return d.allow ? d.leaseId : undefined;
+    },
+    async settle(lease) {
+      return (await policy.settle({ lease, status: 200, cache: 'miss' })) === 'settled';
+    },
+  });
 }
 
 const REFUSALS = ['missing', 'malformed', 'unknown', 'revoked'] as const;
