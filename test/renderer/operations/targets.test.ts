@@ -88,6 +88,20 @@ t.test('a target that answers but cannot be rendered is 502 render_failed', asyn
   t.ok(settled.every((s) => s.error === 'render_failed'), 'settled as render_failed (metered)');
 });
 
+t.test('markup whose render fails because of a refusal is 422, never 502', async (t) => {
+  // The refresh navigates the page to a refused address; when that lands while Chromium prints,
+  // printing fails. Whether it lands in time varies, so each try is either a 200 that counts the
+  // refusal or a 422 with its reason, and never a metered 502.
+  for (let i = 0; i < 6; i++) {
+    const a = await post(h, 'pdf', { html: `<meta http-equiv="refresh" content="0;url=http://10.0.0.1/"><!-- ${i} -->` });
+    if (a.status === 200) t.equal(a.headers.get('x-render-blocked'), '1', `try ${i}: 200 counting the refusal`);
+    else t.same([a.status, a.json()], [422, { error: 'url_rejected', reason: 'private_address' }], `try ${i}: 422`);
+  }
+  const shot = await post(h, 'html-to-image', { html: '<script>location.href="http://10.0.0.1/"</script>', width: 20, height: 20 });
+  t.equal(shot.status, 200, 'a refusal that does not fail the render is only counted');
+  t.equal(shot.headers.get('x-render-blocked'), '1');
+});
+
 t.test('an error page the target answers with is rendered as it is', async (t) => {
   const a = await post(h, 'screenshot', { url: `${site.origin}/error`, width: 40, height: 30 });
   t.equal(a.status, 200);
