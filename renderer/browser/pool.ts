@@ -16,7 +16,7 @@ import { startGuardBridge, type GuardBridge } from './guard-bridge.ts';
 import { dialGuard, guardAddress, tallyReader, type GuardAddress } from './guard-endpoint.ts';
 import { BrowserInstance, INSTANCE_GONE, withTimeout, type Lane } from './instance.ts';
 import { prepareNetnsLaunch, type NetnsLaunch } from './netns-launcher.ts';
-import { killTree, treeRssBytes } from './process-tree.ts';
+import { killTree, treeMemoryBytes } from './process-tree.ts';
 import type { RelaySet } from './relay-set.ts';
 import { startRelays } from './relay-set.ts';
 import { runSelfTest } from './self-test.ts';
@@ -83,7 +83,7 @@ class Pool implements BrowserPool {
   private verified = false;
   private started = false;
   private stopped = false;
-  private lastRssBytes = 0;
+  private lastMemoryBytes = 0;
   private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(private readonly options: BrowserPoolOptions) {
@@ -96,8 +96,8 @@ class Pool implements BrowserPool {
       registry.gauge('tintype_render_slots', 'Render slots of this renderer.').set(this.config.slots);
       const busyGauge = registry.gauge('tintype_render_slots_busy', 'Render slots in use.');
       busyGauge.collect(() => busyGauge.set(this.busy));
-      const rss = registry.gauge('tintype_browser_rss_bytes', "Resident memory of Chromium's processes (upper bound).");
-      rss.collect(() => rss.set(this.lastRssBytes));
+      const rss = registry.gauge('tintype_browser_memory_bytes', "Memory of Chromium's processes (sum of proportional set sizes).");
+      rss.collect(() => rss.set(this.lastMemoryBytes));
       const verified = registry.gauge('tintype_guard_verified', '1 once the start-up self-test passed.');
       verified.collect(() => verified.set(this.verified ? 1 : 0));
       this.restartsCounter = registry.counter('tintype_browser_restarts_total', 'Chromium restarts by reason.');
@@ -150,7 +150,13 @@ class Pool implements BrowserPool {
   }
 
   stats(): PoolStats {
-    return { slots: this.config.slots, busy: this.busy, renders: this.renders, restarts: this.restarts };
+    return {
+      slots: this.config.slots,
+      busy: this.busy,
+      renders: this.renders,
+      restarts: this.restarts,
+      browserMemoryBytes: this.lastMemoryBytes,
+    };
   }
 
   render<T>(job: RenderJob<T>): Promise<RenderResult<T>> {
@@ -418,9 +424,9 @@ class Pool implements BrowserPool {
   private checkMemory(): void {
     const inst = this.current;
     if (inst === undefined || inst.pid <= 0 || inst.dead) return;
-    this.lastRssBytes = treeRssBytes(inst.pid);
-    if (this.lastRssBytes > this.config.browserMaxRssMb * 1024 * 1024) {
-      this.logger.warn('browser.memory_bound', { generation: inst.generation, rssMb: Math.round(this.lastRssBytes / 1048576) });
+    this.lastMemoryBytes = treeMemoryBytes(inst.pid);
+    if (this.lastMemoryBytes > this.config.browserMaxRssMb * 1024 * 1024) {
+      this.logger.warn('browser.memory_bound', { generation: inst.generation, rssMb: Math.round(this.lastMemoryBytes / 1048576) });
       this.replace(inst, 'memory');
     }
   }

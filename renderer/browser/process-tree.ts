@@ -1,6 +1,6 @@
 /**
  * The browser's processes as Linux shows them in /proc: who descends from the launched
- * process, how much resident memory they hold together, and how to end all of them.
+ * process, how much memory they hold together, and how to end all of them.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 
@@ -54,18 +54,31 @@ export function processTree(root: number): ProcStat[] {
   return out;
 }
 
-/** Resident memory of `root` and its descendants, in bytes (shared pages counted per process: an upper bound). */
-export function treeRssBytes(root: number): number {
+/**
+ * Memory of `root` and its descendants, in bytes: the sum of their proportional set sizes
+ * (shared pages split between the processes sharing them), so Chromium's many processes are
+ * not each charged the whole of its shared code. Falls back to resident size where the kernel
+ * offers no smaps_rollup.
+ */
+export function treeMemoryBytes(root: number): number {
   let total = 0;
-  for (const s of processTree(root)) {
-    try {
-      const fields = readFileSync(`/proc/${s.pid}/statm`, 'utf8').split(' ');
-      total += Number(fields[1] ?? 0) * PAGE_SIZE;
-    } catch {
-      // the process ended while we looked
-    }
-  }
+  for (const s of processTree(root)) total += processMemoryBytes(s.pid);
   return total;
+}
+
+function processMemoryBytes(pid: number): number {
+  try {
+    const m = /^Pss:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    if (m !== null) return Number(m[1]) * 1024;
+  } catch {
+    // no smaps_rollup (old kernel) or the process ended: try statm
+  }
+  try {
+    const fields = readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ');
+    return Number(fields[1] ?? 0) * PAGE_SIZE;
+  } catch {
+    return 0; // the process ended while we looked
+  }
 }
 
 /** SIGKILLs the process group led by `root` and every descendant found (one may have left the group). */

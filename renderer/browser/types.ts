@@ -41,6 +41,8 @@ export interface PoolStats {
   busy: number;
   renders: number;
   restarts: number;
+  /** Chromium's memory at the last look (sum of its processes' PSS, bytes; 0 before the first look). */
+  browserMemoryBytes: number;
 }
 
 export interface BrowserPool extends Lifecycle {
