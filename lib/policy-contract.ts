@@ -10,6 +10,8 @@
  * settle: the renderer, after answering, posts a SettleRequest as JSON to `SETTLE_PATH` on
  * policy. Settle is idempotent; the answer is 204.
  */
+import http from 'node:http';
+import { context, propagation } from '@opentelemetry/api';
 import { isMetered } from './errors.ts';
 
 export const EXT_AUTHZ_PREFIX = '/authz';
@@ -72,5 +74,36 @@ export function httpSettler(policyUrl: string, fetchImpl: typeof fetch = fetch):
       if (res.status !== 204 && res.status !== 200) throw new Error(`settle answered ${res.status}`);
       await res.arrayBuffer();
     },
+  };
+}
+
+/**
+ * A Settler that posts to policy's settle endpoint over kept-alive node:http connections and
+ * sends the active trace context: the same request as httpSettler at a fraction of fetch's cost
+ * per call, for a settle on every answer of `tintype start` (bench/edge.ts).
+ */
+export function agentSettler(policyUrl: string, options: { timeoutMs?: number } = {}): Settler & { close(): void } {
+  const base = new URL(SETTLE_PATH, policyUrl);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  return {
+    settle(outcome) {
+      const body = JSON.stringify(outcome);
+      const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+      propagation.inject(context.active(), headers);
+      return new Promise<void>((resolve, reject) => {
+        const req = http.request(
+          { host: base.hostname, port: base.port, method: 'POST', path: base.pathname, headers, agent, timeout: options.timeoutMs ?? 10_000 },
+          (res) => {
+            res.resume();
+            res.once('end', () => (res.statusCode === 204 || res.statusCode === 200 ? resolve() : reject(new Error(`settle answered ${res.statusCode}`))));
+            res.once('error', reject);
+          },
+        );
+        req.once('timeout', () => req.destroy(new Error('settle timed out')));
+        req.once('error', reject);
+        req.end(body);
+      });
+    },
+    close: () => agent.destroy(),
   };
 }

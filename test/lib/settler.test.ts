@@ -1,0 +1,64 @@
+/** lib/policy-contract.ts agentSettler: the settle request of DESIGN.md §4 on a real socket. */
+import t from 'tap';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { agentSettler, SETTLE_PATH } from '../../lib/policy-contract.ts';
+
+interface Seen { method: string; url: string; type: string | undefined; body: string }
+
+async function policyStub(status: number): Promise<{ url: string; seen: Seen[]; close(): Promise<void> }> {
+  const seen: Seen[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      seen.push({ method: req.method ?? '', url: req.url ?? '', type: req.headers['content-type'], body });
+      res.writeHead(status).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    seen,
+    close: () => new Promise((r) => {
+      server.closeAllConnections();
+      server.close(() => r());
+    }),
+  };
+}
+
+t.test('posts the outcome as JSON to the settle path; 204 settles', async (t) => {
+  const stub = await policyStub(204);
+  const settler = agentSettler(stub.url);
+  t.teardown(async () => {
+    settler.close();
+    await stub.close();
+  });
+  const outcomes = [
+    { lease: 'l1', status: 200, cache: 'hit' as const },
+    { lease: 'l2', status: 504, error: 'render_timeout' },
+    { lease: 'l3', status: 499 },
+  ];
+  for (const o of outcomes) await settler.settle(o);
+  t.same(stub.seen.map((s) => [s.method, s.url, s.type]), outcomes.map(() => ['POST', SETTLE_PATH, 'application/json']));
+  t.same(stub.seen.map((s) => JSON.parse(s.body)), outcomes, 'each outcome as sent');
+});
+
+t.test('any other answer is an error the caller logs', async (t) => {
+  for (const status of [400, 404, 503]) {
+    const stub = await policyStub(status);
+    const settler = agentSettler(stub.url);
+    await t.rejects(settler.settle({ lease: 'x', status: 200 }), new RegExp(`settle answered ${status}`), `${status}`);
+    settler.close();
+    await stub.close();
+  }
+});
+
+t.test('policy unreachable: rejects', async (t) => {
+  const stub = await policyStub(204);
+  const url = stub.url;
+  await stub.close();
+  const settler = agentSettler(url);
+  await t.rejects(settler.settle({ lease: 'x', status: 200 }));
+  settler.close();
+});
