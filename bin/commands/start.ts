@@ -13,8 +13,8 @@ import { createEdge } from '../../envoy/edge/edge.ts';
 import { loadConfig, type Config } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
-import { httpSettler } from '../../lib/policy-contract.ts';
-import { propagatingFetch, startTelemetry } from '../../lib/telemetry.ts';
+import { agentSettler } from '../../lib/policy-contract.ts';
+import { startTelemetry } from '../../lib/telemetry.ts';
 import { createGuard, judgeUrl } from '../../policy/guard/index.ts';
 import { createPolicyServer } from '../../policy/server.ts';
 import { createBrowserPool } from '../../renderer/browser/index.ts';
@@ -99,13 +99,16 @@ export const startCommand: Command = {
       await og.start();
       stopped.push(og);
       const policyUrl = `http://127.0.0.1:${policy.address().port}`;
+      // A settle follows every answer: over kept-alive node:http, not fetch (bench/edge.ts).
+      const settler = agentSettler(policyUrl);
+      stopped.push({ stop: async () => settler.close() });
       const renderer = createRendererServer({
         config: inner,
         logger: rendererLogger,
         registry,
         pool,
         cache,
-        settler: httpSettler(policyUrl, propagatingFetch()),
+        settler,
         judge: async (url) => {
           const j = await judgeUrl(url, guard.judge());
           return j.ok ? { ok: true } : { ok: false, reason: j.reason };
