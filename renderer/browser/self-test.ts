@@ -2,10 +2,12 @@
  * The start-up self-test (issue 5, "Start-up self-test"; spec Part 7 `guard_unverified`):
  * before the first render the renderer proves the walls hold. Canary listeners open on loopback
  * and on other local addresses; a page written with setContent (no server the guard allows)
- * tries to reach them every way a page can: sub-resources, frames, a client-side redirect,
- * fetch, a beacon and WebSockets, under several spellings of the address. The test passes only
- * if the canaries saw no connection at all AND the guard counted refusals for that render, so a
- * missing or unreachable guard fails it.
+ * tries to reach them every way a page can: sub-resources, frames, client-side redirects (meta
+ * refresh and script), fetch, a beacon, an event stream and WebSockets, under several spellings
+ * of the address. The test passes only if the canaries saw no connection at all AND the guard
+ * counted refusals for that render, so a missing or unreachable guard fails it. (An HTTP
+ * redirect needs a server the guard lets through, which the test must not assume; the guard
+ * judges each hop as a request of its own.)
  */
 import net from 'node:net';
 import os from 'node:os';
@@ -106,6 +108,9 @@ export function selfTestPage(canaries: ReadonlyArray<{ address: string; port: nu
         `<link rel="stylesheet" href="${attr(base)}/style.css">`,
         `<iframe src="${attr(base)}/frame"></iframe>`,
         `<iframe srcdoc="${attr(`<meta http-equiv="refresh" content="0;url=${base}/redirect">`)}"></iframe>`,
+        `<iframe srcdoc="${attr(`<script>location.href = ${JSON.stringify(`${base}/js-redirect`)};</script>`)}"></iframe>`,
+        `<script async src="${attr(base)}/script.js"></script>`,
+        `<div style="background-image: url('${attr(base)}/background.png')">&nbsp;</div>`,
       );
     }
   }
@@ -116,6 +121,12 @@ export function selfTestPage(canaries: ReadonlyArray<{ address: string; port: nu
       tries.push(fetch('http://' + t + '/fetch', { mode: 'no-cors' }).catch(() => {}));
       tries.push(fetch('https://' + t + '/tls', { mode: 'no-cors' }).catch(() => {}));
       try { navigator.sendBeacon('http://' + t + '/beacon', 'x'); } catch {}
+      tries.push(new Promise((done) => {
+        try {
+          const events = new EventSource('http://' + t + '/events');
+          events.onerror = () => { events.close(); done(); };
+        } catch { done(); }
+      }));
       for (const scheme of ['ws', 'wss']) {
         tries.push(new Promise((done) => {
           try {
