@@ -7,7 +7,7 @@
  */
 import t from 'tap';
 import { settleIsMetered } from '../../../lib/policy-contract.ts';
-import { get, newLease, post, startHarness } from './harness.ts';
+import { get, newLease, post, startHarness, until } from './harness.ts';
 
 const h = await startHarness();
 t.teardown(() => h.close());
@@ -196,6 +196,16 @@ t.test('the lease: only the edge calls the renderer', async (t) => {
   t.equal(ping.status, 200);
   const settled = (await h.settler.waitFor(settledBefore + 1)).slice(settledBefore);
   t.equal(settled.length, 1, 'the two 401s settle nothing (there is no lease to settle)');
+});
+
+t.test('a failed settle is retried until it lands, and lands once', async (t) => {
+  const lease = newLease();
+  const attempts = h.settler.attempts;
+  h.settler.failNext(2);
+  t.equal((await get(h, '/v1/ping', lease)).status, 200);
+  await until(() => h.settler.settled.some((s) => s.lease === lease), 'the third attempt');
+  t.equal(h.settler.attempts - attempts, 3, 'two failures, then the settle');
+  t.equal(h.settler.settled.filter((s) => s.lease === lease).length, 1, 'recorded once');
 });
 
 t.test('ping, unknown paths and methods', async (t) => {

@@ -54,14 +54,28 @@ export interface RecordingSettler extends Settler {
   settled: SettleRequest[];
   /** Resolves once `n` outcomes have been recorded. */
   waitFor(n: number): Promise<SettleRequest[]>;
+  /** Makes the next `n` settle attempts fail, as an unreachable policy would. */
+  failNext(n: number): void;
+  /** Settle attempts made, failed ones included. */
+  attempts: number;
 }
 
 export function recordingSettler(): RecordingSettler {
   const settled: SettleRequest[] = [];
   const waiters: { n: number; resolve: () => void }[] = [];
+  let failing = 0;
   return {
     settled,
+    attempts: 0,
+    failNext(n) {
+      failing = n;
+    },
     async settle(outcome) {
+      this.attempts += 1;
+      if (failing > 0) {
+        failing -= 1;
+        throw new Error('policy unreachable');
+      }
       settled.push(outcome);
       for (const w of waiters.filter((w) => settled.length >= w.n)) {
         waiters.splice(waiters.indexOf(w), 1);
