@@ -183,3 +183,22 @@ for (const isolation of ['netns', 'pod'] as const) {
     });
   });
 }
+
+t.test('a Chromium that cannot start: start() fails with the reason, nothing renders', async (t) => {
+  const g = await startGuard(t);
+  const lines: string[] = [];
+  for (const isolation of ['netns', 'pod'] as const) {
+    const pool = await startPool(t, inProcess(g), {
+      config: { chromiumPath: '/nonexistent/chromium', isolation },
+      lines,
+      start: false,
+    });
+    await t.rejects(pool.start(), undefined, `${isolation}: start() rejects`);
+    t.notOk(pool.selfTestPassed());
+    t.equal(await outcome(pool.render(job(async () => 1))), 'guard_unverified', `${isolation}: renders are refused`);
+    await pool.stop();
+    t.notOk(pool.healthy());
+  }
+  t.ok(lines.some((l) => l.includes('"browser.launch_failed"')), 'the failure was logged');
+  t.same(defunctChildren(), [], 'no zombie left by the failed launches');
+});
