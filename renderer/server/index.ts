@@ -116,7 +116,7 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
     // The access line: no URL, HTML or key (DESIGN.md §5); the OG query is allowed (spec 4.5 rule 7).
     logger.info('request', {
       operation: op, status: a.status, error: a.errorCode, reason: a.state.rejectReason, cache: a.cache,
-      blocked: a.blocked, duration_ms: a.durationMs,
+      blocked: a.blocked, duration_ms: a.durationMs, query: a.state.ogQuery,
     });
     const settling = settleWithRetry(settler, {
       lease: a.lease, status: a.status,

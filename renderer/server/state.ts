@@ -15,4 +15,6 @@ export interface RendererState {
   /** Whether anything was rendered, for 200 answers of render operations. */
   cache?: CacheOutcome;
   blocked?: number;
+  /** The OG query string, which the access line carries (spec 4.5 rule 7). */
+  ogQuery?: string;
 }

@@ -101,6 +101,8 @@ export interface HarnessOptions {
   poolGuardSocket?: string;
   /** Whether to wait for the pool's self-test (default true). */
   awaitSelfTest?: boolean;
+  /** Receives every log line of the renderer, guard and pool, at debug level. */
+  logSink?: (line: string) => void;
 }
 
 export interface Harness {
@@ -139,7 +141,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     GUARD_ALLOW_CIDRS: `${SITE_HOST}/32`,
     ...options.env,
   });
-  const logger = createLogger('renderer-test', { level: config.logLevel });
+  const logger = options.logSink !== undefined
+    ? createLogger('renderer-test', { level: 'debug', sink: options.logSink })
+    : createLogger('renderer-test', { level: config.logLevel });
   const registry = new Registry();
   const guard = createGuard({ socket: path.join(dir, 'guard.sock'), allowCidrs: config.guardAllowCidrs, logger, stopGraceMs: 500 });
   await guard.start();
