@@ -40,7 +40,7 @@ export function isHeadlessShell(executable: string): boolean {
 export const RELAY_HOST = '127.0.0.1';
 
 /** Chromium's switches besides puppeteer's defaults. */
-export function chromiumArgs(options: { refuseProxy: string; runningAsRoot: boolean }): string[] {
+export function chromiumArgs(options: { refuseProxy: string; noSandbox: boolean }): string[] {
   const args = [
     // The default context (Chromium's own traffic) goes to the refusing proxy, loopback included.
     `--proxy-server=http://${options.refuseProxy}`,
@@ -63,8 +63,9 @@ export function chromiumArgs(options: { refuseProxy: string; runningAsRoot: bool
     '--disable-extensions',
     '--mute-audio',
   ];
-  // Chromium's sandbox refuses to start as root; the namespace and the proxy are the walls then.
-  if (options.runningAsRoot) args.push('--no-sandbox');
+  // Chromium's sandbox refuses to start as root (also root of a user namespace); the network
+  // namespace and the proxy are the walls then.
+  if (options.noSandbox) args.push('--no-sandbox');
   return args;
 }
 

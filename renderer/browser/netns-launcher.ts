@@ -53,12 +53,23 @@ export function netnsTools(): { unshare: string; ip: string } {
   };
 }
 
+/** The unshare switches of a launch: new network and PID namespaces, and a user namespace when asked. */
+export function netnsUnshareFlags(userNamespace: boolean): string[] {
+  return [...(userNamespace ? ['--user', '--map-root-user'] : []), '--net', '--pid', '--fork', '--kill-child'];
+}
+
 /** Writes the launcher for one browser and opens its control socket. */
 export async function prepareNetnsLaunch(options: {
   chromiumPath: string;
   lanes: number;
   guard: GuardAddress;
   logger: Logger;
+  /**
+   * Create a user namespace too (mapping this user to root inside it), which lets a renderer
+   * that is not root create the network namespace. Chromium then runs as root of that user
+   * namespace, which its own sandbox refuses: it is started with --no-sandbox either way.
+   */
+  userNamespace: boolean;
 }): Promise<NetnsLaunch> {
   const { unshare, ip } = netnsTools();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-netns-'));
@@ -79,7 +90,7 @@ export async function prepareNetnsLaunch(options: {
   );
   await writeFile(
     launcher,
-    `#!/bin/sh\nexec ${sh(unshare)} --net --pid --fork --kill-child -- /bin/sh ${sh(inside)} "$@"\n`,
+    `#!/bin/sh\nexec ${sh(unshare)} ${netnsUnshareFlags(options.userNamespace).join(' ')} -- /bin/sh ${sh(inside)} "$@"\n`,
     { mode: 0o700 },
   );
 

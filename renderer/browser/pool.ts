@@ -41,6 +41,10 @@ export function createBrowserPool(options: BrowserPoolOptions): BrowserPool {
   return new Pool(options);
 }
 
+function runningAsRoot(): boolean {
+  return process.getuid?.() === 0;
+}
+
 function abortError(): Error {
   return new DOMException('the client went away', 'AbortError');
 }
@@ -64,6 +68,7 @@ class Pool implements BrowserPool {
   private readonly launchBrowser: LaunchBrowser;
   private readonly lanes: number;
   private readonly restartsCounter: Counter | undefined;
+  private readonly userNamespace: boolean;
 
   private executable = '';
   private guard: GuardAddress | undefined;
@@ -91,6 +96,7 @@ class Pool implements BrowserPool {
     this.logger = options.logger.child({ component: 'browser' });
     this.launchBrowser = options.launch ?? ((o) => puppeteer.launch(o));
     this.lanes = this.config.slots * LANES_PER_SLOT;
+    this.userNamespace = options.netnsUserNamespace ?? !runningAsRoot();
     const registry = options.registry;
     if (registry !== undefined) {
       registry.gauge('tintype_render_slots', 'Render slots of this renderer.').set(this.config.slots);
@@ -323,6 +329,7 @@ class Pool implements BrowserPool {
         lanes: this.lanes,
         guard: this.guard!,
         logger: this.logger,
+        userNamespace: this.userNamespace,
       });
       executablePath = netns.executablePath;
       refuseProxy = netns.refuseAddress;
@@ -336,7 +343,8 @@ class Pool implements BrowserPool {
         executablePath,
         pipe: true,
         headless: isHeadlessShell(this.executable) ? 'shell' : true,
-        args: chromiumArgs({ refuseProxy, runningAsRoot: process.getuid?.() === 0 }),
+        // In netns isolation Chromium is root of its namespaces (real root, or mapped root).
+        args: chromiumArgs({ refuseProxy, noSandbox: netns !== undefined || runningAsRoot() }),
         defaultViewport: null,
         handleSIGINT: false,
         handleSIGTERM: false,

@@ -77,6 +77,11 @@ export interface BrowserPoolOptions {
   /** The guard, started by the caller (or elsewhere: guardEndpointFromConfig). */
   guard: GuardEndpoint;
   launch?: LaunchBrowser;
+  /**
+   * netns isolation: also create a user namespace, so a renderer that is not root can create
+   * the network namespace (default: exactly when not running as root).
+   */
+  netnsUserNamespace?: boolean;
   /** Supervision intervals; the defaults suit production, tests shorten them. */
   timings?: PoolTimings;
 }

@@ -126,7 +126,13 @@ type PoolConfig = BrowserPoolOptions['config'];
 export async function startPool(
   t: Teardowns,
   guard: GuardEndpoint,
-  options: { config?: Partial<PoolConfig>; lines?: string[]; timings?: BrowserPoolOptions['timings']; start?: boolean } = {},
+  options: {
+    config?: Partial<PoolConfig>;
+    lines?: string[];
+    timings?: BrowserPoolOptions['timings'];
+    netnsUserNamespace?: boolean;
+    start?: boolean;
+  } = {},
 ): Promise<BrowserPool> {
   const config: PoolConfig = {
     chromiumPath: undefined,
@@ -143,6 +149,7 @@ export async function startPool(
     logger: quietLogger(options.lines),
     guard,
     ...(options.timings === undefined ? {} : { timings: options.timings }),
+    ...(options.netnsUserNamespace === undefined ? {} : { netnsUserNamespace: options.netnsUserNamespace }),
   });
   t.teardown(() => pool.stop());
   if (options.start !== false) await pool.start();
@@ -178,9 +185,14 @@ export function cmdline(pid: number): string[] {
   }
 }
 
-/** The network namespace a process is in (the /proc link text). */
+/** The namespace of `kind` a process is in (the /proc link text). */
+export function namespaceOf(pid: number | 'self', kind: 'net' | 'user' | 'pid'): string {
+  return readlinkSync(`/proc/${pid}/ns/${kind}`);
+}
+
+/** The network namespace a process is in. */
 export function netNamespace(pid: number | 'self'): string {
-  return readlinkSync(`/proc/${pid}/ns/net`);
+  return namespaceOf(pid, 'net');
 }
 
 /** The network interfaces a process sees (its namespace's /proc/<pid>/net/dev). */

@@ -16,6 +16,7 @@ import {
   interfacesSeenBy,
   job,
   launchedPid,
+  namespaceOf,
   netNamespace,
   startGuard,
   startPool,
@@ -50,6 +51,25 @@ t.test('netns: its own namespace with only loopback, CDP over a pipe, the site r
     args.some((a) => a.startsWith('--remote-debugging-port')),
     'no CDP port is opened',
   );
+});
+
+t.test('netns through a user namespace (how a renderer that is not root launches)', async (t) => {
+  const g = await startGuard(t);
+  const site = await startSite(t, { '/': html(PAGE) });
+  const pool = await startPool(t, inProcess(g), { netnsUserNamespace: true });
+  t.ok(pool.selfTestPassed(), 'the self-test passed');
+  const r = await pool.render(
+    job(async (page) => {
+      await page.goto(`${site.origin}/`, { waitUntil: 'load' });
+      return { text: await page.$eval('#p', (e) => e.textContent), launched: launchedPid(page) };
+    }),
+  );
+  t.equal(r.value.text, 'served');
+  const chromium = chromiumPid(r.value.launched);
+  t.not(namespaceOf(chromium, 'user'), namespaceOf('self', 'user'), 'Chromium is in a user namespace of its own');
+  t.not(netNamespace(chromium), netNamespace('self'), 'and a network namespace of its own');
+  t.same(interfacesSeenBy(chromium), ['lo'], 'with only loopback');
+  t.ok(cmdline(chromium).includes('--no-sandbox'), 'as root of that namespace, without its own sandbox');
 });
 
 t.test('netns with a guard known only by GUARD_URL: bridged over a unix socket', async (t) => {
