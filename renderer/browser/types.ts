@@ -56,7 +56,10 @@ export interface BrowserPool extends Lifecycle {
    * - `job.signal` aborted: the context is destroyed, the slot freed at once, and the signal's
    *   reason (or an AbortError) is thrown.
    * - The guard cannot answer the tally: ServiceError('render_failed').
-   * Errors thrown by `job.run` itself pass through unchanged.
+   * - The page's renderer process crashed (or `job.run` failed on a page that no longer
+   *   answers): ServiceError('render_failed').
+   * Other errors thrown by `job.run` pass through unchanged. The page's alert/confirm/prompt
+   * dialogs are dismissed and its downloads denied.
    */
   render<T>(job: RenderJob<T>): Promise<RenderResult<T>>;
   /** True once the start-up self-test proved the walls hold (feeds /healthz/ready). */
