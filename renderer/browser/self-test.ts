@@ -99,7 +99,11 @@ function attr(value: string): string {
 export function selfTestPage(canaries: ReadonlyArray<{ address: string; port: number }>): string {
   const markup: string[] = [];
   const targets: string[] = [];
+  // Chromium lets one WebSocket per address connect at a time, with a back-off after each
+  // failure: one plain and one TLS socket per canary keep the test short.
+  const sockets: string[] = [];
   for (const c of canaries) {
+    sockets.push(`${spellings(c.address)[0]}:${c.port}`);
     for (const host of spellings(c.address)) {
       const base = `http://${host}:${c.port}`;
       targets.push(`${host}:${c.port}`);
@@ -116,6 +120,7 @@ export function selfTestPage(canaries: ReadonlyArray<{ address: string; port: nu
   }
   const script = `
     const targets = ${JSON.stringify(targets)};
+    const sockets = ${JSON.stringify(sockets)};
     const tries = [];
     for (const t of targets) {
       tries.push(fetch('http://' + t + '/fetch', { mode: 'no-cors' }).catch(() => {}));
@@ -127,6 +132,8 @@ export function selfTestPage(canaries: ReadonlyArray<{ address: string; port: nu
           events.onerror = () => { events.close(); done(); };
         } catch { done(); }
       }));
+    }
+    for (const t of sockets) {
       for (const scheme of ['ws', 'wss']) {
         tries.push(new Promise((done) => {
           try {
