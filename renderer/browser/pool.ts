@@ -90,6 +90,7 @@ class Pool implements BrowserPool {
   private stopped = false;
   private lastMemoryBytes = 0;
   private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly stopping = new AbortController();
 
   constructor(private readonly options: BrowserPoolOptions) {
     this.config = options.config;
@@ -137,6 +138,8 @@ class Pool implements BrowserPool {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    // The self-test's render has no client waiting for it: end it now rather than drain it.
+    this.stopping.abort(new Error('the pool is stopping'));
     for (const t of this.timers) clearInterval(t);
     this.timers.clear();
     const deadline = Date.now() + STOP_DRAIN_MS;
@@ -445,8 +448,10 @@ class Pool implements BrowserPool {
     const report = await runSelfTest({
       render: (job) => this.renderOnSlot(job),
       budgetMs: this.options.timings?.selfTestBudgetMs ?? SELF_TEST_BUDGET_MS,
+      signal: this.stopping.signal,
       allowCidrs: this.config.guardAllowCidrs,
     });
+    if (this.stopped) return;
     if (report.passed) {
       this.verified = true;
       this.logger.info('guard.self_test_passed', { blocked: report.blocked });

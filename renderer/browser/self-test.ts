@@ -153,6 +153,8 @@ export async function runSelfTest(options: {
   render: <T>(job: RenderJob<T>) => Promise<RenderResult<T>>;
   budgetMs: number;
   allowCidrs: readonly string[];
+  /** Ends the test render early (the pool is stopping). */
+  signal?: AbortSignal;
 }): Promise<SelfTestReport> {
   const seen = { count: 0 };
   const canaries = (await Promise.all(canaryAddresses(options.allowCidrs).map((a) => openCanary(a, seen)))).filter(
@@ -165,6 +167,7 @@ export async function runSelfTest(options: {
     try {
       result = await options.render({
         deadline,
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
         run: async ({ page }) => {
           await page.setContent(selfTestPage(canaries), { waitUntil: 'load', timeout: Math.max(1, deadline - Date.now()) });
           await page.waitForFunction('window.__tintypeSelfTestDone === true', {
