@@ -3,14 +3,15 @@
  * fsyncs both; run by SQLite's auto-checkpoint it happens inside whichever commit crosses the
  * threshold, stalling every check and settle queued behind it for milliseconds (the p99 of
  * issue 3's target). Here a worker thread with its own connection checkpoints PASSIVE on a
- * timer: it never blocks the writer, and the writer restarts the WAL from its start once a
- * checkpoint has caught up. Durability is unchanged: a commit is in the WAL before it is
- * answered, checkpointed or not.
+ * timer and never blocks the writer. The WAL restarts from its start at the first write after a
+ * checkpoint has caught up: at any pause in the traffic, or under writes without pause at the
+ * writer's own backstop checkpoint (sqlite.ts), which then finds little left to copy.
+ * Durability is unchanged: a commit is in the WAL before it is answered, checkpointed or not.
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
-/** How often the worker checkpoints; bounds the WAL to what the writer appends in this time. */
+/** How often the worker checkpoints. */
 export const CHECKPOINT_EVERY_MS = 200;
 
 const WORKER = `
