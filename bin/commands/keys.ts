@@ -26,7 +26,7 @@ export const keysCommand: Command = {
     });
     const config = loadConfig();
     const plans = loadPlans(config.plansFile);
-    const store = openStore(config);
+    const store = openStore(config, { shortLived: true });
     try {
       await store.migrate();
       if (action === 'create') {

@@ -4,7 +4,8 @@ import { openPostgresStore } from './postgres.ts';
 import { openSqliteStore } from './sqlite.ts';
 import type { PolicyStore } from './store.ts';
 
-export function openStore(config: Readonly<Config>): PolicyStore {
+export function openStore(config: Readonly<Config>, options: { shortLived?: boolean } = {}): PolicyStore {
   if (config.databaseUrl !== undefined) return openPostgresStore({ url: config.databaseUrl, poolSize: config.pgPoolSize });
-  return openSqliteStore({ dataDir: config.dataDir, synchronous: config.sqliteSync });
+  // A short-lived admin command writes a row or two: no checkpoint thread for it.
+  return openSqliteStore({ dataDir: config.dataDir, synchronous: config.sqliteSync, backgroundCheckpoints: !options.shortLived });
 }
