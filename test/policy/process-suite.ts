@@ -21,6 +21,7 @@ const PLANS_DOC = {
     // Limits out of the way: the crash test is about the ledger, not refusals.
     load: { monthlyQuota: 1_000_000, perMinute: 1_000_000, concurrentRenders: 1_000 },
     one: { monthlyQuota: 1_000, perMinute: 1_000, concurrentRenders: 1 },
+    few: { monthlyQuota: 5, perMinute: 1_000, concurrentRenders: 3 },
   },
 };
 const PLANS = parsePlans(JSON.stringify(PLANS_DOC));
@@ -219,6 +220,38 @@ export function processSuite(t: Test, kind: StoreKind): void {
     for (const out of [first.output(), second.output()]) {
       t.notOk(out.includes(key.secret.slice(3)), 'no line of the process holds the secret');
     }
+  });
+
+  t.test('two policy processes on one store: parallel checks across both never pass the quota or the places', async (t) => {
+    const s = await setup(t, kind);
+    const procs = [await s.start(), await s.start()];
+    const clients = procs.map((p) => pooledClient(p.port, 16));
+    t.teardown(() => clients.forEach((c) => c.close()));
+    const store = s.store();
+    const burst = async (secret: string, method: string, p: string, n: number): Promise<Reply[]> =>
+      Promise.all(Array.from({ length: n }, (_, i) => clients[i % 2]!.request(method, p, { authorization: `Bearer ${secret}` })));
+    const granted = (rs: Reply[]) => rs.filter((r) => r.status === 200);
+    const refusedWith = (rs: Reply[]) => [...new Set(rs.filter((r) => r.status !== 200).map((r) => `${r.status} ${JSON.parse(r.body).error}`))];
+
+    const places = await createKey(store, PLANS, { plan: 'few' }); // 3 renders at once, 5 a month
+    const renders = await burst(places.secret, 'POST', '/authz/v1/screenshot', 60);
+    t.equal(granted(renders).length, 3, '60 renders at once through two processes: exactly 3 granted');
+    t.same(refusedWith(renders), ['429 concurrent_limit']);
+    t.equal(await store.inFlight(places.id), 3);
+    for (const [i, r] of granted(renders).entries()) {
+      const settled = await clients[i % 2]!.request('POST', '/settle', {}, JSON.stringify({ lease: r.headers['x-tintype-lease'], status: 200, cache: 'miss' }));
+      t.equal(settled.status, 204);
+    }
+    const rest = await burst(places.secret, 'POST', '/authz/v1/pdf', 60);
+    t.equal(granted(rest).length, 2, 'with 3 of 5 spent, 60 more at once: exactly the 2 left');
+    t.same(refusedWith(rest), ['429 quota_exceeded'], 'the rest find the month spent (places were never short)');
+    const month = (await store.usage(places.id))[0]!.month;
+    t.equal(await store.monthUsed(places.id, month), 5, 'the month holds 3 metered and 2 reserved');
+
+    const quota = await createKey(store, PLANS, { plan: 'few' });
+    const pings = await burst(quota.secret, 'GET', '/authz/v1/ping', 100);
+    t.equal(granted(pings).length, 5, '100 calls at once, 5 a month: exactly 5 granted');
+    t.same(refusedWith(pings), ['429 quota_exceeded']);
   });
 
   t.test('an unsettled lease expires in the running process: place freed, recorded unsettled, not metered', async (t) => {
