@@ -60,6 +60,11 @@ export class BrowserInstance {
     for (const lane of this.lanes) this.prepare(lane);
   }
 
+  /** How many lanes are prepared and waiting for a render right now. */
+  readyLanes(): number {
+    return this.ready.length;
+  }
+
   /** The next prepared lane; waits for one while all are in use or being prepared. */
   take(signal: AbortSignal): Promise<Lane> {
     if (this.dead || this.retired) return Promise.reject(INSTANCE_GONE);
@@ -87,9 +92,10 @@ export class BrowserInstance {
 
   /**
    * Ends a lane's render: its context is closed (the cleanup, STYLE.md habit 8) and a fresh one
-   * prepared in its place. The caller has already cut the lane's relay connections.
+   * prepared in its place. The caller has already cut the lane's relay connections. Resolves
+   * to whether the context was closed (false when it could not be, or the browser is gone).
    */
-  async release(lane: Lane): Promise<void> {
+  async release(lane: Lane): Promise<boolean> {
     const context = lane.context;
     lane.context = undefined;
     lane.page = undefined;
@@ -98,13 +104,15 @@ export class BrowserInstance {
         () => true,
         () => false,
       );
-      if (!closed && !this.dead) {
+      if (!closed) {
+        if (this.dead) return false;
         this.logger.warn('browser.context_close_failed', { generation: this.generation });
         this.fail('context_close_failed');
-        return;
+        return false;
       }
     }
     this.prepare(lane);
+    return true;
   }
 
   /** Runs `hook` when the browser dies; returns the way to cancel it. */

@@ -4,7 +4,7 @@
  * through its lane relay to the guard, and a supervisor that replaces the browser after N
  * renders, past a memory bound, or when it crashes. Nothing renders until the self-test passed.
  */
-import { trace } from '@opentelemetry/api';
+import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import puppeteer from 'puppeteer-core';
 import type { RenderTally } from '../../lib/guard-contract.ts';
 import { newRenderToken } from '../../lib/guard-contract.ts';
@@ -60,6 +60,13 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
       (e: unknown) => (signal.removeEventListener('abort', onAbort), reject(e)),
     );
   });
+}
+
+/** Marks a span failed with the error's code only, as renderer/operations/telemetry.ts does. */
+function failSpan(span: Span, err: unknown): void {
+  const code = err instanceof ServiceError ? err.code : 'internal';
+  span.setAttribute('error.code', code);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: code });
 }
 
 class Pool implements BrowserPool {
@@ -165,6 +172,7 @@ class Pool implements BrowserPool {
       renders: this.renders,
       restarts: this.restarts,
       browserMemoryBytes: this.lastMemoryBytes,
+      readyContexts: this.current?.readyLanes() ?? 0,
     };
   }
 
@@ -185,8 +193,11 @@ class Pool implements BrowserPool {
     let inst: BrowserInstance | undefined;
     let lane: Lane | undefined;
     let cancelDeathHook = (): void => {};
+    // DESIGN.md §6: `browser.context`, a child of the active `render` span, from asking for the
+    // render's context to its close. Not made active: navigate/capture stay children of render.
+    const contextSpan = tracer.startSpan('browser.context');
     try {
-      ({ inst, lane } = await this.acquire(control.signal));
+      ({ inst, lane } = await this.acquire(control.signal, contextSpan));
       const instance = inst;
       const page = lane.page!;
       const cancelBrowserHook = inst.onDeath(() => control.abort(new ServiceError('render_failed')));
@@ -244,47 +255,59 @@ class Pool implements BrowserPool {
       job.signal?.removeEventListener('abort', onClientGone);
       cancelDeathHook();
       this.busy -= 1;
-      if (inst !== undefined && lane !== undefined) this.endRender(inst, lane);
+      if (inst !== undefined && lane !== undefined) {
+        this.endRender(inst, lane, contextSpan);
+      } else {
+        failSpan(contextSpan, control.signal.aborted ? control.signal.reason : new ServiceError('render_failed'));
+        contextSpan.end();
+      }
     }
   }
 
-  /** Waits (inside the render's budget) for the current browser and one of its prepared lanes. */
-  private async acquire(signal: AbortSignal): Promise<{ inst: BrowserInstance; lane: Lane }> {
-    const span = tracer.startSpan('slot.wait');
-    try {
-      for (;;) {
-        signal.throwIfAborted();
-        let inst = this.current;
-        if (inst === undefined) {
-          try {
-            inst = await untilAborted(this.relaunch(), signal);
-          } catch (err) {
-            if (signal.aborted) throw err;
-            throw new ServiceError('render_failed');
-          }
-        }
+  /**
+   * Waits (inside the render's budget) for the current browser and one of its prepared lanes.
+   * `span` learns whether the lane was ready when asked (`tintype.prepared`) or had to be made
+   * first. (The wait itself is the operations' `slot.wait` span, which starts before this.)
+   */
+  private async acquire(signal: AbortSignal, span: Span): Promise<{ inst: BrowserInstance; lane: Lane }> {
+    for (;;) {
+      signal.throwIfAborted();
+      let inst = this.current;
+      if (inst === undefined) {
         try {
-          const lane = await inst.take(signal);
-          inst.inFlight += 1;
-          inst.renders += 1;
-          this.renders += 1;
-          if (inst.renders >= this.config.recycleAfterRenders) this.replace(inst, 'recycle');
-          return { inst, lane };
+          inst = await untilAborted(this.relaunch(), signal);
         } catch (err) {
-          if (err !== INSTANCE_GONE) throw err;
+          if (signal.aborted) throw err;
+          throw new ServiceError('render_failed');
         }
       }
-    } finally {
-      span.end();
+      try {
+        const prepared = inst.readyLanes() > 0;
+        const lane = await inst.take(signal);
+        span.setAttributes({ 'tintype.prepared': prepared, 'tintype.browser.generation': inst.generation });
+        inst.inFlight += 1;
+        inst.renders += 1;
+        this.renders += 1;
+        if (inst.renders >= this.config.recycleAfterRenders) this.replace(inst, 'recycle');
+        return { inst, lane };
+      } catch (err) {
+        if (err !== INSTANCE_GONE) throw err;
+      }
     }
   }
 
-  /** After a render, in the background: the lane's connections are cut, its context closed and a fresh one prepared. */
-  private endRender(inst: BrowserInstance, lane: Lane): void {
+  /**
+   * After a render, in the background: the lane's connections are cut, its context closed and a
+   * fresh one prepared; the render's `browser.context` span ends once the context is closed.
+   */
+  private endRender(inst: BrowserInstance, lane: Lane, span: Span): void {
     void (async () => {
       if (!inst.dead) await inst.relays.setToken(lane.index, undefined).catch(() => {});
-      await inst.release(lane);
+      const closed = await inst.release(lane);
+      span.setAttribute('tintype.context_closed', closed);
+      if (!closed) failSpan(span, new ServiceError('render_failed'));
     })().finally(() => {
+      span.end();
       inst.renderEnded();
     });
   }

@@ -43,6 +43,8 @@ export interface PoolStats {
   restarts: number;
   /** Chromium's memory at the last look (sum of its processes' PSS, bytes; 0 before the first look). */
   browserMemoryBytes: number;
+  /** Fresh contexts of the current browser prepared and waiting for a render. */
+  readyContexts: number;
 }
 
 export interface BrowserPool extends Lifecycle {

@@ -131,6 +131,7 @@ export async function startPool(
     lines?: string[];
     timings?: BrowserPoolOptions['timings'];
     netnsUserNamespace?: boolean;
+    launch?: BrowserPoolOptions['launch'];
     start?: boolean;
   } = {},
 ): Promise<BrowserPool> {
@@ -150,6 +151,7 @@ export async function startPool(
     guard,
     ...(options.timings === undefined ? {} : { timings: options.timings }),
     ...(options.netnsUserNamespace === undefined ? {} : { netnsUserNamespace: options.netnsUserNamespace }),
+    ...(options.launch === undefined ? {} : { launch: options.launch }),
   });
   t.teardown(() => pool.stop());
   if (options.start !== false) await pool.start();
