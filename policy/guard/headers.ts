@@ -31,11 +31,16 @@ function connectionTokens(raw: readonly string[]): Set<string> {
 /**
  * The end-to-end headers of a raw header list (`rawHeaders` form: name, value, name, value…).
  * `keep` names hop-by-hop headers to pass on anyway (`upgrade`/`connection` for a WebSocket
- * handshake); `host`, when given, replaces every Host header.
+ * handshake); `drop` names (lower case) end-to-end headers to leave out as well; `host`, when
+ * given, replaces every Host header.
  */
-export function endToEnd(raw: readonly string[], options: { host?: string; keep?: readonly string[] } = {}): string[] {
+export function endToEnd(
+  raw: readonly string[],
+  options: { host?: string; keep?: readonly string[]; drop?: readonly string[] } = {},
+): string[] {
   const named = connectionTokens(raw);
   const keep = new Set(options.keep ?? []);
+  for (const name of options.drop ?? []) named.add(name);
   const out: string[] = [];
   if (options.host !== undefined) out.push('Host', options.host);
   for (let i = 0; i < raw.length; i += 2) {

@@ -8,6 +8,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { DialAddress } from './judge.ts';
+import { GUARD_REASON_HEADER } from '../../lib/guard-contract.ts';
 import { endToEnd } from './headers.ts';
 import type { Target } from './target.ts';
 import type { Outcome } from './decisions.ts';
@@ -102,7 +103,9 @@ export function forward(
       }
     });
     upstream.on('response', (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders));
+      // `x-guard-reason` is the guard's word alone (issue 2 §2 rule 6): a target sending it
+      // would pass for a refusal, so the target's own (any spelling of the name) is dropped.
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders, { drop: [GUARD_REASON_HEADER] }));
       answer.pipe(res);
       answer.on('error', () => res.destroy());
     });

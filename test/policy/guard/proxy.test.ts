@@ -82,6 +82,13 @@ const target = http.createServer((req, res) => {
   req.on('data', (c: string) => (body += c));
   req.on('end', () => {
     seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
+    if (req.url === '/own-reason') {
+      // A target posing as the guard: its own x-guard-reason, in two spellings of the name.
+      const text = 'not the guard';
+      res.writeHead(403, ['X-Guard-Reason', 'private_address', 'x-GUARD-reason', 'denied_host', 'X-Target', 'yes', 'Content-Length', String(text.length)]);
+      res.end(text);
+      return;
+    }
     const text = `target saw ${req.method} ${req.url}`;
     res.writeHead(200, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(text), 'x-target': 'yes' });
     res.end(text);
@@ -144,6 +151,19 @@ t.test('absolute-form http reaches the address it was judged at, hop-by-hop head
   t.equal(got.body, 'hello target');
   t.equal(dns.count('public.test', 'A'), 1, 'one A lookup');
   t.equal(dns.count('public.test', 'AAAA'), 1, 'one AAAA lookup');
+});
+
+t.test("a target's own x-guard-reason never passes through: only the guard's refusals carry one", async (t) => {
+  const token = 'tokenOWNREASONxxxxxxxxxx';
+  const answer = await viaGuard(g, at('public.test', '/own-reason'), { headers: { 'proxy-authorization': renderAuthorization(token) } });
+  t.equal(answer.status, 403, "the target's status passes");
+  t.equal(answer.body, 'not the guard', "the target's body passes");
+  t.equal(answer.headers['x-target'], 'yes', "the target's other headers pass");
+  t.equal(answer.headers['x-guard-reason'], undefined, 'no x-guard-reason, in any spelling');
+  t.same(guard.takeTally(token), { blocked: 0, firstReason: null }, 'and nothing was counted');
+  const raw = await rawExchange(port, `GET ${at('public.test', '/own-reason')} HTTP/1.1\r\nHost: public.test\r\nConnection: close\r\n\r\n`);
+  t.match(raw, /^HTTP\/1\.1 403 /, 'the raw answer is the target one');
+  t.notMatch(raw, /x-guard-reason/i, 'the raw answer holds no x-guard-reason line');
 });
 
 t.test('CONNECT tunnels to the judged address; refused tunnels answer 403 with a reason', async (t) => {
