@@ -91,6 +91,7 @@ export function createPolicy(o: PolicyOptions): Policy {
         error: s.error ?? null,
         cache: s.cache ?? null,
         metered: settleIsMetered(s),
+        recorded: settleIsRecorded(s),
         now: clock(),
       });
     },
@@ -99,6 +100,16 @@ export function createPolicy(o: PolicyOptions): Policy {
       return store.expire(clock());
     },
   };
+}
+
+/**
+ * Whether a settled outcome writes a usage record. A 400 and a 503 write none (DESIGN.md §5,
+ * spec Part 8 rule 4: "503s write no usage"; issue 6: "a 400 ... writes no usage"); they still
+ * close the lease. A 422 is recorded, not metered (Part 8 rule 8 leaves it open). Everything
+ * else is recorded, metered or not as settleIsMetered says.
+ */
+export function settleIsRecorded(outcome: Pick<SettleRequest, 'status'>): boolean {
+  return outcome.status !== 400 && outcome.status !== 503;
 }
 
 /** Validates a SettleRequest (lib/policy-contract.ts). */

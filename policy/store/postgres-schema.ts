@@ -167,4 +167,54 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
       $fn$;
     `,
   },
+  {
+    // A 400 or a 503 closes its lease with no usage record (DESIGN.md §5): places freed, the
+    // reservation returned, and the lease id kept a while in closed_leases so a repeated settle
+    // still answers 'already'. The settle gains p_recorded as a new overload; the old six-argument
+    // tintype_settle stays, so a replica not yet upgraded keeps working while others are.
+    version: 3,
+    sql: `
+      CREATE TABLE IF NOT EXISTS closed_leases (
+        lease_id TEXT PRIMARY KEY,
+        closed_at BIGINT NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS closed_leases_age ON closed_leases (closed_at);
+
+      CREATE OR REPLACE FUNCTION tintype_settle(
+        p_lease TEXT, p_status INTEGER, p_error TEXT, p_cache TEXT, p_metered BOOLEAN, p_recorded BOOLEAN, p_now BIGINT)
+      RETURNS TEXT LANGUAGE plpgsql AS $fn$
+      DECLARE
+        l leases%ROWTYPE;
+      BEGIN
+        DELETE FROM leases WHERE id = p_lease RETURNING * INTO l;
+        IF NOT FOUND THEN
+          -- A parallel settle of the same lease waited on the row lock and finds it gone.
+          IF EXISTS (SELECT 1 FROM usage WHERE lease_id = p_lease)
+            OR EXISTS (SELECT 1 FROM closed_leases WHERE lease_id = p_lease) THEN RETURN 'already'; END IF;
+          RETURN 'unknown';
+        END IF;
+        IF p_recorded THEN
+          PERFORM tintype_close(l, p_status, p_error, p_cache, p_metered, 'settled', p_now);
+        ELSE
+          -- The lock order of tintype_close: key_state, then usage_months.
+          UPDATE key_state SET in_flight = in_flight - (CASE WHEN l.render THEN 1 ELSE 0 END) WHERE key_id = l.key_id;
+          UPDATE usage_months SET used = used - 1 WHERE key_id = l.key_id AND month = l.month;
+          INSERT INTO closed_leases (lease_id, closed_at) VALUES (l.id, p_now);
+        END IF;
+        RETURN 'settled';
+      END
+      $fn$;
+
+      CREATE OR REPLACE FUNCTION tintype_forget_closed(p_before BIGINT) RETURNS INTEGER LANGUAGE plpgsql AS $fn$
+      DECLARE
+        n INTEGER;
+      BEGIN
+        DELETE FROM closed_leases WHERE lease_id IN
+          (SELECT lease_id FROM closed_leases WHERE closed_at <= p_before LIMIT 1000);
+        GET DIAGNOSTICS n = ROW_COUNT;
+        RETURN n;
+      END
+      $fn$;
+    `,
+  },
 ];

@@ -5,7 +5,16 @@
  */
 import pg from 'pg';
 import { PG_MIGRATIONS } from './postgres-schema.ts';
-import type { CheckResult, KeyRecord, Limits, PolicyStore, ReserveOutcome, SettleResult, UsageRecord } from './store.ts';
+import {
+  CLOSED_LEASE_MEMORY_MS,
+  type CheckResult,
+  type KeyRecord,
+  type Limits,
+  type PolicyStore,
+  type ReserveOutcome,
+  type SettleResult,
+  type UsageRecord,
+} from './store.ts';
 
 export interface PostgresStoreOptions {
   url: string;
@@ -88,11 +97,13 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
       return { outcome: row.o_outcome as ReserveOutcome, keyId: String(row.o_key), limits: plan, windowCount: num(row.o_count) };
     },
     async settle(s) {
-      const row = await one<{ r: string }>('settle', 'SELECT tintype_settle($1, $2, $3, $4, $5, $6) AS r',
-        [s.leaseId, s.status, s.error, s.cache, s.metered, s.now]);
+      // Only a recorded outcome can be metered: an unrecorded one must give its reservation back.
+      const row = await one<{ r: string }>('settle', 'SELECT tintype_settle($1, $2, $3, $4, $5, $6, $7) AS r',
+        [s.leaseId, s.status, s.error, s.cache, s.metered && s.recorded, s.recorded, s.now]);
       return row?.r as SettleResult;
     },
     async expire(now) {
+      await one('forget_closed', 'SELECT tintype_forget_closed($1)', [now - CLOSED_LEASE_MEMORY_MS]);
       const row = await one<{ n: number }>('expire', 'SELECT tintype_expire($1) AS n', [now]);
       return num(row?.n ?? 0);
     },

@@ -12,16 +12,17 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { type Checkpointer, startCheckpointer } from './sqlite-checkpointer.ts';
-import type {
-  CheckRequest,
-  CheckResult,
-  KeyRecord,
-  Limits,
-  PolicyStore,
-  ReserveOutcome,
-  SettleOutcome,
-  SettleResult,
-  UsageRecord,
+import {
+  CLOSED_LEASE_MEMORY_MS,
+  type CheckRequest,
+  type CheckResult,
+  type KeyRecord,
+  type Limits,
+  type PolicyStore,
+  type ReserveOutcome,
+  type SettleOutcome,
+  type SettleResult,
+  type UsageRecord,
 } from './store.ts';
 
 /** Versioned schema; a version is applied once, in one transaction, and recorded. */
@@ -116,6 +117,18 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       CREATE INDEX usage_key_month ON usage (key_id, month);
     `,
   },
+  {
+    // A 400 or a 503 closes its lease with no usage record (DESIGN.md §5); the lease id is kept
+    // here for a while so a repeated settle still answers `already` (store.ts CLOSED_LEASE_MEMORY_MS).
+    version: 3,
+    sql: `
+      CREATE TABLE IF NOT EXISTS closed_leases (
+        lease_id TEXT PRIMARY KEY,
+        closed_at INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      CREATE INDEX IF NOT EXISTS closed_leases_age ON closed_leases (closed_at);
+    `,
+  },
 ];
 
 /**
@@ -190,12 +203,19 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
     return { outcome: 'granted', windowCount: count };
   });
 
-  /** Closes a lease: usage record, places freed, reservation returned when not metered. */
-  const close = (lease: LeaseRow, o: Omit<UsageRecord, 'leaseId' | 'keyId' | 'operation' | 'month' | 'checkedAt'>): void => {
+  /**
+   * Closes a lease: places freed, reservation returned when not metered, and either its usage
+   * record or, for an outcome that writes none, a note that it was closed.
+   */
+  const close = (lease: LeaseRow, o: Omit<UsageRecord, 'leaseId' | 'keyId' | 'operation' | 'month' | 'checkedAt'>, recorded = true): void => {
     const q = st();
     q.deleteLease.run(lease.id);
     if (lease.render) q.addInFlight.run(-1, lease.key_id);
     if (!o.metered) q.dropMonth.run(lease.key_id, lease.month);
+    if (!recorded) {
+      q.insertClosed.run(lease.id, o.recordedAt);
+      return;
+    }
     q.insertUsage.run(lease.id, lease.key_id, lease.operation, lease.month, o.status, o.error, o.cache,
       o.metered ? 1 : 0, o.outcome, lease.created_at, o.recordedAt);
   };
@@ -203,13 +223,18 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
   const settleTx = db.transaction((o: SettleOutcome): SettleResult => {
     const q = st();
     const lease = q.getLease.get(o.leaseId) as LeaseRow | undefined;
-    if (lease === undefined) return q.hasUsage.get(o.leaseId) === undefined ? 'unknown' : 'already';
-    close(lease, { status: o.status, error: o.error, cache: o.cache, metered: o.metered, outcome: 'settled', recordedAt: o.now });
+    if (lease === undefined) {
+      return q.hasUsage.get(o.leaseId) === undefined && q.hasClosed.get(o.leaseId) === undefined ? 'unknown' : 'already';
+    }
+    // Only a recorded outcome can be metered: an unrecorded one must give its reservation back.
+    const metered = o.metered && o.recorded;
+    close(lease, { status: o.status, error: o.error, cache: o.cache, metered, outcome: 'settled', recordedAt: o.now }, o.recorded);
     return 'settled';
   });
 
   const expireTx = db.transaction((now: number): number => {
     const q = st();
+    q.forgetClosed.run(now - CLOSED_LEASE_MEMORY_MS);
     const due = q.dueLeases.all(now) as LeaseRow[];
     for (const lease of due) {
       close(lease, { status: null, error: null, cache: null, metered: false, outcome: 'unsettled', recordedAt: now });
@@ -302,6 +327,10 @@ function prepare(db: Database.Database) {
     deleteLease: db.prepare('DELETE FROM leases WHERE id = ?'),
     dueLeases: db.prepare('SELECT id, key_id, operation, render, month, created_at FROM leases WHERE expires_at <= ? ORDER BY expires_at LIMIT 1000'),
     hasUsage: db.prepare('SELECT 1 FROM usage WHERE lease_id = ?'),
+    hasClosed: db.prepare('SELECT 1 FROM closed_leases WHERE lease_id = ?'),
+    insertClosed: db.prepare('INSERT INTO closed_leases (lease_id, closed_at) VALUES (?, ?)'),
+    // Bounded, like the lease sweep: one sweep never holds the write lock for long.
+    forgetClosed: db.prepare('DELETE FROM closed_leases WHERE lease_id IN (SELECT lease_id FROM closed_leases WHERE closed_at <= ? LIMIT 1000)'),
     insertUsage: db.prepare(`INSERT INTO usage (lease_id, key_id, operation, month, status, error, cache, metered, outcome, checked_at, recorded_at)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     usageOf: db.prepare('SELECT * FROM usage WHERE key_id = ? ORDER BY seq'),

@@ -59,10 +59,21 @@ export interface SettleOutcome {
   error: string | null;
   cache: 'hit' | 'miss' | null;
   metered: boolean;
+  /**
+   * Whether the outcome is written to the ledger. A 400 or a 503 is not (DESIGN.md §5, spec Part 8
+   * rule 4): the lease is closed, its places freed and its reservation returned, with no usage record.
+   */
+  recorded: boolean;
   now: number;
 }
 
-/** `settled`: recorded now; `already`: settled or expired before (idempotent); `unknown`: no such lease. */
+/**
+ * How long a lease closed without a usage record (400, 503) is remembered, so that a repeated
+ * settle of it still answers `already` (settle is idempotent) instead of `unknown`.
+ */
+export const CLOSED_LEASE_MEMORY_MS = 24 * 60 * 60 * 1000;
+
+/** `settled`: closed now (recorded or not, as the outcome says); `already`: settled or expired before (idempotent); `unknown`: no such lease. */
 export type SettleResult = 'settled' | 'already' | 'unknown';
 
 /** One usage record of the ledger. */
@@ -96,9 +107,12 @@ export interface PolicyStore {
    * and, on PostgreSQL, in one round trip (DESIGN.md §4 "ext_authz").
    */
   check(req: CheckRequest): Promise<CheckResult>;
-  /** Writes the usage record of a lease and frees its places, once. */
+  /** Closes a lease once: frees its places, writes its usage record when the outcome is recorded. */
   settle(outcome: SettleOutcome): Promise<SettleResult>;
-  /** Expires open leases whose time has passed: frees places, records them unsettled. Returns how many. */
+  /**
+   * Expires open leases whose time has passed: frees places, records them unsettled. Returns how
+   * many. Also forgets leases closed without a record more than CLOSED_LEASE_MEMORY_MS ago.
+   */
   expire(now: number): Promise<number>;
   /** Calls counted against a key's month: metered usage plus reservations in flight. */
   monthUsed(keyId: string, month: string): Promise<number>;

@@ -29,14 +29,16 @@ const PLANS = parsePlans(JSON.stringify(PLANS_DOC));
 const TTL_MS = 3_000;
 
 type Outcome = { status: number; error?: string; cache?: 'hit' | 'miss' };
-const OUTCOMES: ReadonlyArray<[Outcome, boolean]> = [
+/** An outcome and its usage record's metered flag, or undefined when it writes no usage (400, 503: DESIGN.md §5). */
+type Expected = [Outcome, boolean | undefined];
+const OUTCOMES: ReadonlyArray<Expected> = [
   [{ status: 200, cache: 'miss' }, true],
   [{ status: 200, cache: 'hit' }, true],
   [{ status: 502, error: 'render_failed' }, true],
   [{ status: 504, error: 'render_timeout' }, true],
-  [{ status: 400 }, false],
+  [{ status: 400 }, undefined],
   [{ status: 422, error: 'url_rejected' }, false],
-  [{ status: 503, error: 'busy' }, false],
+  [{ status: 503, error: 'busy' }, undefined],
 ];
 const OPERATIONS: ReadonlyArray<[string, string]> = [
   ['GET', '/authz/v1/ping'],
@@ -107,9 +109,9 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const auth = { authorization: `Bearer ${key.secret}` };
 
     const granted = new Set<string>(); // leases the client saw granted
-    const acked = new Map<string, [Outcome, boolean]>(); // settles answered 204
+    const acked = new Map<string, Expected>(); // settles answered 204
     const abandoned = new Set<string>(); // granted and deliberately never settled
-    const cutOff = new Map<string, [Outcome, boolean]>(); // settle sent, no answer: the process died
+    const cutOff = new Map<string, Expected>(); // settle sent, no answer: the process died
     const unexpected: string[] = [];
     let cutMidRequest = 0;
     let n = 0;
@@ -161,7 +163,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
 
     // Restart on the same store; a renderer retries the settles the dead process never answered.
     const second = await s.start();
-    const retried = new Map<string, { outcome: [Outcome, boolean]; answeredAt: number }>();
+    const retried = new Map<string, { outcome: Expected; answeredAt: number }>();
     for (const [lease, outcome] of cutOff) {
       const r = await request(second.port, 'POST', '/settle', {}, JSON.stringify({ lease, ...outcome[0] }));
       // A check the dead process granted is a lease in the store: never unknown (404) after restart.
@@ -189,24 +191,44 @@ export function processSuite(t: Test, kind: StoreKind): void {
 
     const ledger = await store.usage(key.id);
     const byLease = new Map<string, UsageRecord>(ledger.map((u) => [u.leaseId, u]));
-    t.equal(byLease.size, ledger.length, 'one usage record per lease');
+    t.equal(byLease.size, ledger.length, 'one usage record per lease: nothing counted twice');
     let missing = 0;
     let wrong = 0;
+    let unrecorded = 0;
+    let recordedAnyway = 0;
     for (const [lease, [outcome, metered]] of acked) {
       const u = byLease.get(lease);
-      if (u === undefined) missing++;
+      if (metered === undefined) {
+        unrecorded++;
+        if (u !== undefined) recordedAnyway++;
+      } else if (u === undefined) missing++;
       else if (u.outcome !== 'settled' || u.status !== outcome.status || u.error !== (outcome.error ?? null) ||
         u.cache !== (outcome.cache ?? null) || u.metered !== metered) wrong++;
     }
-    t.equal(missing, 0, `every acknowledged settle (${acked.size}) is in the ledger`);
+    t.equal(missing, 0, `every acknowledged settle of a metered or 422 outcome (${acked.size - unrecorded}) is in the ledger`);
     t.equal(wrong, 0, 'each with the outcome that was acknowledged');
+    t.ok(unrecorded > 0, 'the load settled 400s and 503s');
+    t.equal(recordedAnyway, 0, `no acknowledged 400 or 503 (${unrecorded}) wrote usage`);
     for (const [lease, { outcome: [outcome, metered], answeredAt }] of retried) {
       const u = byLease.get(lease);
       if (u?.outcome === 'settled') t.match(u, { status: outcome.status, metered }, 'a retried settle landed');
-      else t.ok(u !== undefined && u.recordedAt <= answeredAt, 'or the lease had expired before the retry was answered');
+      else if (u === undefined) t.equal(metered, undefined, 'a retried 400 or 503 closed its lease with no usage');
+      else t.ok(u.recordedAt <= answeredAt, 'or the lease had expired before the retry was answered');
     }
     t.ok([...abandoned].every((l) => byLease.get(l)?.outcome === 'unsettled'), `abandoned leases (${abandoned.size}) are recorded unsettled`);
-    t.ok([...granted].every((l) => byLease.has(l)), `every granted lease (${granted.size}) has its record`);
+    const closedUnrecorded = (l: string): boolean => (acked.get(l) ?? retried.get(l)?.outcome)?.[1] === undefined &&
+      (acked.has(l) || retried.has(l));
+    t.ok([...granted].every((l) => byLease.has(l) || closedUnrecorded(l)),
+      `every granted lease (${granted.size}) has its record, but those closed by a 400 or a 503`);
+    t.ok(ledger.every((u) => granted.has(u.leaseId) || u.outcome === 'unsettled'),
+      'the ledger holds only leases a client saw, or ones granted as the process died and expired since');
+    // A repeated settle of an acknowledged 400 or 503 is still idempotent after the restart.
+    const again = [...acked].filter(([, [, metered]]) => metered === undefined).slice(0, 5);
+    for (const [lease, [outcome]] of again) {
+      const r = await request(second.port, 'POST', '/settle', {}, JSON.stringify({ lease, ...outcome }));
+      t.equal(r.status, 204, `a repeated settle of an acknowledged ${outcome.status} answers 204`);
+    }
+    t.equal((await store.usage(key.id)).length, ledger.length, 'and writes nothing');
     const unsettled = ledger.filter((u) => u.outcome === 'unsettled');
     t.ok(unsettled.every((u) => !u.metered && u.status === null), 'unsettled leases are not metered');
     t.ok(unsettled.every((u) => u.recordedAt >= u.checkedAt + TTL_MS), 'no lease expired before budget + grace');

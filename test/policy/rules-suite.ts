@@ -166,7 +166,7 @@ export function rulesSuite(t: Test, kind: StoreKind): void {
     if (!metered.allow || !unmetered.allow) throw new Error('not granted');
     clock.set('2026-05-01T00:00:01Z');
     t.equal(await policy.settle({ lease: metered.leaseId, status: 200, cache: 'miss' }), 'settled');
-    t.equal(await policy.settle({ lease: unmetered.leaseId, status: 400 }), 'settled');
+    t.equal(await policy.settle({ lease: unmetered.leaseId, status: 422, error: 'url_rejected' }), 'settled');
     t.equal(await store.monthUsed(k.id, '2026-04'), 1, 'April: the metered call');
     t.equal(await store.monthUsed(k.id, '2026-05'), 0, 'May: nothing');
     t.match(await store.usage(k.id), [{ month: '2026-04', metered: true }, { month: '2026-04', metered: false }]);
@@ -203,30 +203,70 @@ export function rulesSuite(t: Test, kind: StoreKind): void {
     t.equal(await store.monthUsed(k.id, '2026-05'), 3, 'a hit is metered');
   });
 
-  t.test('metering by outcome (spec Part 8 rule 4; 422 not metered)', async (t) => {
+  t.test('metering by outcome (spec Part 8 rule 4; 422 recorded, not metered; 400 and 503 write no usage)', async (t) => {
     const { policy, key, store } = await setup(t, kind, '2026-05-05T10:00:00Z');
     const k = await key('scale');
-    const rows: Array<[string, { status: number; error?: string; cache?: 'hit' | 'miss' }, boolean]> = [
+    // [name, outcome, the usage record's metered flag, or undefined for no record at all]
+    const rows: Array<[string, { status: number; error?: string; cache?: 'hit' | 'miss' }, boolean | undefined]> = [
       ['200 miss', { status: 200, cache: 'miss' }, true],
       ['200 hit', { status: 200, cache: 'hit' }, true],
       ['502 render_failed', { status: 502, error: 'render_failed' }, true],
       ['502 render_too_large', { status: 502, error: 'render_too_large' }, true],
       ['504 render_timeout', { status: 504, error: 'render_timeout' }, true],
-      ['400 validation', { status: 400 }, false],
+      ['400 validation', { status: 400 }, undefined],
       ['422 url_rejected', { status: 422, error: 'url_rejected' }, false],
-      ['503 busy', { status: 503, error: 'busy' }, false],
-      ['503 guard_unverified', { status: 503, error: 'guard_unverified' }, false],
+      ['503 busy', { status: 503, error: 'busy' }, undefined],
+      ['503 guard_unverified', { status: 503, error: 'guard_unverified' }, undefined],
     ];
     for (const [name, outcome, metered] of rows) {
       const d = await policy.check(bearer(k.secret), 'screenshot');
       if (!d.allow) throw new Error(`${name}: not granted`);
+      t.equal(await store.inFlight(k.id), 1, `${name}: the render holds a place`);
       t.equal(await policy.settle({ lease: d.leaseId, ...outcome }), 'settled', name);
+      t.equal(await store.inFlight(k.id), 0, `${name}: the place is freed`);
+      t.equal(await store.openLeases(k.id), 0, `${name}: the lease is closed`);
       const rec = (await store.usage(k.id)).find((u) => u.leaseId === d.leaseId);
-      t.match(rec, { keyId: k.id, operation: 'screenshot', status: outcome.status, error: outcome.error ?? null,
-        cache: outcome.cache ?? null, metered, outcome: 'settled', month: '2026-05' }, name);
+      if (metered === undefined) {
+        t.equal(rec, undefined, `${name}: no usage record`);
+      } else {
+        t.match(rec, { keyId: k.id, operation: 'screenshot', status: outcome.status, error: outcome.error ?? null,
+          cache: outcome.cache ?? null, metered, outcome: 'settled', month: '2026-05' }, name);
+      }
+      t.equal(await policy.settle({ lease: d.leaseId, ...outcome }), 'already', `${name}: a repeated settle is idempotent`);
     }
+    t.same((await store.usage(k.id)).map((u) => u.status), [200, 200, 502, 502, 504, 422], 'the ledger: metered outcomes and the 422');
     t.equal(await store.monthUsed(k.id, '2026-05'), 5, 'five metered outcomes');
     t.equal(await store.inFlight(k.id), 0, 'every place freed');
+  });
+
+  t.test('a 400 or a 503 takes back its reservation and its place, writes no usage, and is remembered for a day', async (t) => {
+    const { policy, key, store, clock } = await setup(t, kind, '2026-05-05T10:00:00Z');
+    const k = await key('edge'); // 2 a month, 1 render place
+    const first = await policy.check(bearer(k.secret), 'pdf');
+    if (!first.allow) throw new Error('not granted');
+    t.same(body(await policy.check(bearer(k.secret), 'pdf')), { error: 'concurrent_limit', limit: 1 }, 'the place is held');
+    t.equal(await policy.settle({ lease: first.leaseId, status: 400 }), 'settled');
+    const second = await policy.check(bearer(k.secret), 'og');
+    if (!second.allow) throw new Error('the freed place is not granted');
+    t.equal(await policy.settle({ lease: second.leaseId, status: 503, error: 'busy' }), 'settled');
+    t.equal(await store.monthUsed(k.id, '2026-05'), 0, 'neither spends the quota');
+    t.same(await store.usage(k.id), [], 'neither writes usage');
+    t.equal(await policy.settle({ lease: first.leaseId, status: 200, cache: 'miss' }), 'already', 'a later settle cannot meter a closed lease');
+    t.equal(await store.monthUsed(k.id, '2026-05'), 0);
+    for (const status of [400, 503]) {
+      clock.advance(60_000); // a fresh burst window (3 a minute)
+      const e = await policy.check(bearer(k.secret), 'screenshot');
+      if (!e.allow) throw new Error('not granted');
+      const pair = await Promise.all([policy.settle({ lease: e.leaseId, status }), policy.settle({ lease: e.leaseId, status })]);
+      t.same([...pair].sort(), ['already', 'settled'], `parallel duplicate settles of a ${status}: one wins`);
+    }
+    t.same(await store.usage(k.id), [], 'still no usage');
+    t.equal(await store.monthUsed(k.id, '2026-05'), 0);
+    t.equal(await store.inFlight(k.id), 0);
+    clock.advance(24 * 3600_000 + 1000);
+    await policy.expire();
+    t.equal(await policy.settle({ lease: first.leaseId, status: 400 }), 'unknown', 'forgotten after a day');
+    t.same(await store.usage(k.id), [], 'the sweep writes no usage for them either');
   });
 
   t.test('settle is idempotent; an unknown lease is said so', async (t) => {

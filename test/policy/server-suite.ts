@@ -159,6 +159,13 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     t.equal((await request(port, 'POST', '/settle', { 'content-type': 'application/json' }, body)).status, 204, 'again: 204');
     t.match(await store.usage(k.id), [{ status: 504, error: 'render_timeout', metered: true, operation: 'screenshot' }]);
     t.equal((await store.usage(k.id)).length, 1);
+    // A 400 (as a 503) closes its lease with no usage record, and a repeat is still 204 (DESIGN.md §5).
+    const refused = await request(port, 'POST', '/authz/v1/pdf', { authorization: `Bearer ${k.secret}` });
+    const refusedBody = JSON.stringify({ lease: refused.headers['x-tintype-lease'], status: 400 });
+    t.equal((await request(port, 'POST', '/settle', {}, refusedBody)).status, 204, 'a 400 settles: 204');
+    t.equal((await request(port, 'POST', '/settle', {}, refusedBody)).status, 204, 'again: 204');
+    t.equal((await store.usage(k.id)).length, 1, 'the 400 wrote no usage');
+    t.equal(await store.inFlight(k.id), 0, 'and freed its place');
     const unknown = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: 'nope', status: 200 }));
     t.equal(unknown.status, 404);
     for (const bad of ['', '{', '[]', JSON.stringify({ lease, status: 'ok' })]) {
