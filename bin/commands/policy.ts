@@ -2,6 +2,7 @@
 import { loadConfig } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
+import { startTelemetry } from '../../lib/telemetry.ts';
 import { createPolicyServer } from '../../policy/server.ts';
 import type { Command } from './command.ts';
 
@@ -10,14 +11,26 @@ export const policyCommand: Command = {
   async run() {
     const config = loadConfig();
     const logger = createLogger('policy', { level: config.logLevel });
+    // Before the server exists, so its `authz` and `settle` spans are exported (DESIGN.md §6);
+    // a no-op without OTEL_EXPORTER_OTLP_ENDPOINT.
+    const telemetry = startTelemetry(config, 'policy');
     const server = createPolicyServer({ config, logger, registry: new Registry() });
-    await server.start();
-    logger.info('listening', { port: server.address().port, store: server.store.kind });
+    try {
+      await server.start();
+    } catch (err) {
+      await telemetry.shutdown().catch(() => {});
+      throw err;
+    }
+    logger.info('listening', { port: server.address().port, store: server.store.kind, tracing: telemetry.enabled });
     const signal = await new Promise<NodeJS.Signals>((resolve) => {
       process.once('SIGTERM', () => resolve('SIGTERM'));
       process.once('SIGINT', () => resolve('SIGINT'));
     });
     await server.stop(signal);
+    // Flushes the spans of the last checks and settles before the process ends.
+    await telemetry.shutdown().catch((err: unknown) => {
+      logger.warn('telemetry_shutdown_failed', { message: err instanceof Error ? err.message : String(err) });
+    });
     logger.info('stopped', { signal });
     return 0;
   },
