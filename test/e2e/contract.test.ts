@@ -153,9 +153,8 @@ t.test('413 payload_too_large before the key; oversized with a bad key is 413, n
   // The limit itself passes the wall (and then fails validation as JSON: 400, a handler answer).
   const atLimit = await svc.call({ method: 'POST', path: '/v1/html-to-image', headers: jsonWith(k.secret), body: Buffer.alloc(MAX_BODY_BYTES, 0x20) });
   t.equal(atLimit.status, 400, 'exactly 4,194,304 bytes is not too large');
-  const rows2 = await svc.ledgerOf(k.id, 1);
-  t.equal(rows2.length, 1, 'the 413s wrote nothing; the 400 one unmetered row');
-  t.match(rows2[0], { status: 400, metered: 0 });
+  await svc.leasesClosed(k.id);
+  t.same(svc.ledger(k.id), [], 'the 413s wrote nothing; the 400 wrote no usage either (DESIGN.md §5)');
   t.equal(svc.used(k.id), 0, 'no quota spent');
 });
 
@@ -180,9 +179,8 @@ t.test('400 validation: bad key first is 401; the report names every failing fie
     t.equal(b.success, false, `${name}: success false`);
     t.match(JSON.stringify(b.error), message, `${name}: message`);
   }
-  const ledger = await svc.ledgerOf(k.id, rows.length);
-  t.equal(ledger.length, rows.length);
-  t.ok(ledger.every((r) => r.status === 400 && r.metered === 0), 'every 400 settled unmetered');
+  await svc.leasesClosed(k.id);
+  t.same(svc.ledger(k.id), [], 'every 400 settled, writing no usage');
   t.equal(svc.used(k.id), 0, 'no quota spent');
 });
 
@@ -280,9 +278,13 @@ t.test('every slot taken: 503 busy with retry-after 1; a 400 meanwhile takes no 
   t.equal(invalid.status, 400, 'validation answers while every slot is taken');
   site.release('busy');
   t.equal((await first).status, 200);
-  const ledger = await svc.ledgerOf(k.id, 2);
-  t.match(ledger.find((r) => r.status === 503), { error: 'busy', metered: 0 }, '503 not metered');
+  await svc.ledgerOf(k.id, 1);
+  await svc.leasesClosed(k.id);
+  t.same(svc.ledger(k.id).map((r) => [r.status, r.metered]), [[200, 1]], 'the 503 wrote no usage; the render one metered row');
   t.equal(svc.used(k.id), 1);
+  await svc.leasesClosed(other.id);
+  t.same(svc.ledger(other.id), [], 'the 400 wrote no usage');
+  t.equal(svc.used(other.id), 0, 'and spent no quota');
 });
 
 t.test('502 render_failed and 504 render_timeout are metered', async (t) => {
@@ -345,25 +347,29 @@ t.test('429 quota_exceeded: the monthly quota; not metered', async (t) => {
 t.test('the usage ledger after a scripted mix equals the metering table, call for call', async (t) => {
   const k = await key('pro');
   const h = jsonWith(k.secret);
-  // [what, request, expected row or null for "writes nothing"]
-  const script: Array<[string, { method?: string; path: string; headers: Record<string, string>; body?: string | Buffer }, { operation: string; status: number; error: string | null; cache: string | null; metered: number } | null]> = [
+  // [what, request, expected row, or a status for "handled, settled, writes nothing" (400: DESIGN.md §5),
+  // or null for "refused before the handler, writes nothing"]
+  const script: Array<[string, { method?: string; path: string; headers: Record<string, string>; body?: string | Buffer }, { operation: string; status: number; error: string | null; cache: string | null; metered: number } | number | null]> = [
     ['ping', { path: '/v1/ping', headers: h }, { operation: 'ping', status: 200, error: null, cache: null, metered: 1 }],
     ['html miss', { method: 'POST', path: '/v1/html-to-image', headers: h, body: JSON.stringify({ html: '<b>ledger</b>', width: 40, height: 40 }) }, { operation: 'html-to-image', status: 200, error: null, cache: 'miss', metered: 1 }],
     ['html hit', { method: 'POST', path: '/v1/html-to-image', headers: h, body: JSON.stringify({ height: 40, width: 40, html: '<b>ledger</b>' }) }, { operation: 'html-to-image', status: 200, error: null, cache: 'hit', metered: 1 }],
     ['401', { path: '/v1/ping', headers: bearer('sk_wrong0123456789abcdef0123456789') }, null],
     ['413', { method: 'POST', path: '/v1/pdf', headers: h, body: Buffer.alloc(MAX_BODY_BYTES + 10, 0x20) }, null],
-    ['400', { method: 'POST', path: '/v1/pdf', headers: h, body: '{}' }, { operation: 'pdf', status: 400, error: null, cache: null, metered: 0 }],
+    ['400', { method: 'POST', path: '/v1/pdf', headers: h, body: '{}' }, 400],
     ['422', { method: 'POST', path: '/v1/screenshot', headers: h, body: JSON.stringify({ url: 'http://10.0.0.1/' }) }, { operation: 'screenshot', status: 422, error: 'url_rejected', cache: null, metered: 0 }],
     ['502', { method: 'POST', path: '/v1/screenshot', headers: h, body: JSON.stringify({ url: `${site.base}/download` }) }, { operation: 'screenshot', status: 502, error: 'render_failed', cache: null, metered: 1 }],
     ['og miss', { path: '/v1/og?template=stat&title=t&statValue=42&statLabel=answers', headers: h }, { operation: 'og', status: 200, error: null, cache: 'miss', metered: 1 }],
     ['og hit', { path: '/v1/og?template=stat&title=t&statValue=42&statLabel=answers', headers: h }, { operation: 'og', status: 200, error: null, cache: 'hit', metered: 1 }],
-    ['og 400', { path: '/v1/og?template=board&title=t', headers: h }, { operation: 'og', status: 400, error: null, cache: null, metered: 0 }],
+    ['og 400', { path: '/v1/og?template=board&title=t', headers: h }, 400],
     ['pdf', { method: 'POST', path: '/v1/pdf', headers: h, body: JSON.stringify({ html: '<p>ledger</p>' }) }, { operation: 'pdf', status: 200, error: null, cache: 'miss', metered: 1 }],
   ];
   let expected = 0;
   for (const [what, req, row] of script) {
     const a = await svc.call(req);
-    if (row !== null) {
+    if (typeof row === 'number') {
+      t.equal(a.status, row, what);
+      await svc.leasesClosed(k.id);
+    } else if (row !== null) {
       expected += 1;
       t.equal(a.status, row.status, what);
       const rows = await svc.ledgerOf(k.id, expected);
@@ -373,7 +379,7 @@ t.test('the usage ledger after a scripted mix equals the metering table, call fo
     }
     t.equal(svc.ledger(k.id).length, expected, `${what}: ledger length`);
   }
-  const metered = script.filter(([, , r]) => r?.metered === 1).length;
+  const metered = script.filter(([, , r]) => typeof r === 'object' && r?.metered === 1).length;
   t.equal(svc.used(k.id), metered, 'quota spent = metered calls');
 });
 

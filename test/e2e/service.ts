@@ -74,6 +74,11 @@ export interface Service {
   used(keyId: string): number;
   /** Waits until the ledger of `keyId` holds `n` rows (the test's timeout bounds the wait). */
   ledgerOf(keyId: string, n: number): Promise<LedgerRow[]>;
+  /**
+   * Waits until `keyId` holds no open lease: every answer it got has been settled. The way to
+   * wait for a 400 or a 503, which close their lease and write no usage (DESIGN.md §5).
+   */
+  leasesClosed(keyId: string): Promise<void>;
 }
 
 export interface ServiceOptions {
@@ -121,6 +126,7 @@ export async function startService(o: ServiceOptions = {}): Promise<Service> {
   });
   let db: Database.Database | undefined;
   const open = (): Database.Database => (db ??= new Database(path.join(dataDir!, 'policy.sqlite'), { readonly: true, fileMustExist: true }));
+  const openDb = open;
   const ledger = (keyId: string): LedgerRow[] =>
     open().prepare('SELECT operation, status, error, cache, metered, outcome FROM usage WHERE key_id = ? ORDER BY seq').all(keyId) as LedgerRow[];
 
@@ -157,6 +163,10 @@ export async function startService(o: ServiceOptions = {}): Promise<Service> {
         if (rows.length >= n) return rows;
         await new Promise((r) => setTimeout(r, 25));
       }
+    },
+    async leasesClosed(keyId) {
+      const open = (): number => (openDb().prepare('SELECT count(*) AS n FROM leases WHERE key_id = ?').get(keyId) as { n: number }).n;
+      while (open() > 0) await new Promise((r) => setTimeout(r, 25));
     },
   };
 }

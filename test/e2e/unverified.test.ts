@@ -20,7 +20,7 @@ t.teardown(async () => {
   cleanup();
 });
 
-t.test('self-test not passed: not ready, and renders answer 503 guard_unverified, unmetered', async (t) => {
+t.test('self-test not passed: not ready, and renders answer 503 guard_unverified, no usage', async (t) => {
   const ready = await fetch(`http://127.0.0.1:${svc.adminPort}/healthz/ready`);
   t.equal(ready.status, 503, 'not ready');
   const k = await svc.key('pro');
@@ -35,8 +35,8 @@ t.test('self-test not passed: not ready, and renders answer 503 guard_unverified
     t.same(json(a), { error: 'guard_unverified' });
     t.equal(a.headers['retry-after'], undefined, 'no retry-after: only busy carries one (spec 2.1)');
   }
-  const ledger = await svc.ledgerOf(k.id, rows.length);
-  t.ok(ledger.every((r) => r.status === 503 && r.error === 'guard_unverified' && r.metered === 0), 'settled unmetered');
+  await svc.leasesClosed(k.id);
+  t.same(svc.ledger(k.id), [], 'settled, writing no usage (503s write none: DESIGN.md §5)');
   t.equal(svc.used(k.id), 0);
 });
 
