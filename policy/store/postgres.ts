@@ -7,6 +7,7 @@ import pg from 'pg';
 import { PG_MIGRATIONS } from './postgres-schema.ts';
 import {
   CLOSED_LEASE_MEMORY_MS,
+  STORE_BUDGET_MS,
   type CheckResult,
   type KeyRecord,
   type Limits,
@@ -19,9 +20,25 @@ import {
 export interface PostgresStoreOptions {
   url: string;
   poolSize: number;
-  /** A statement that takes longer fails, and the check fails closed. */
+  /** A statement that takes longer (lock waits included) fails, and the check fails closed; PG_TIMEOUTS.statementMs by default. */
   statementTimeoutMs?: number;
 }
+
+/**
+ * STORE_BUDGET_MS split for one check: waiting for a pooled connection (or opening one), then
+ * the one statement, whose server-side statement_timeout counts its lock waits too. The server
+ * aborts a statement that runs too long, so no reservation commits later than acquireMs +
+ * statementMs after the check began: inside the edge's ext_authz timeout. The client gives up
+ * a little after the server should have (queryMs), for a server that stopped answering at all.
+ */
+export const PG_TIMEOUTS = {
+  acquireMs: 500,
+  statementMs: STORE_BUDGET_MS - 500,
+  queryMs: STORE_BUDGET_MS - 500 + 200,
+} as const;
+
+/** Migrations run once at start-up, not on a client's clock: they may wait for another replica's migration. */
+const MIGRATION_TIMEOUT_MS = 120_000;
 
 /** Any number wide enough for an epoch-ms BIGINT (pg answers int8 as a string). */
 const num = (v: unknown): number => Number(v);
@@ -31,9 +48,9 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
   const pool = new pg.Pool({
     connectionString: o.url,
     max: o.poolSize,
-    connectionTimeoutMillis: 2_000,
-    statement_timeout: o.statementTimeoutMs ?? 5_000,
-    query_timeout: (o.statementTimeoutMs ?? 5_000) + 1_000,
+    connectionTimeoutMillis: PG_TIMEOUTS.acquireMs,
+    statement_timeout: o.statementTimeoutMs ?? PG_TIMEOUTS.statementMs,
+    query_timeout: (o.statementTimeoutMs ?? PG_TIMEOUTS.statementMs) + (PG_TIMEOUTS.queryMs - PG_TIMEOUTS.statementMs),
     idleTimeoutMillis: 30_000,
   });
   // An idle client that loses its server must not crash the process; the next query fails closed.
@@ -47,17 +64,21 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
     kind: 'postgres',
     async migrate() {
       const c = await pool.connect();
+      // The check's budget does not apply here: a long migration, or waiting on another replica's.
+      // (pg reads a per-query query_timeout; its types do not declare it.)
+      const q = (text: string, values?: unknown[]) => c.query({ text, values, query_timeout: MIGRATION_TIMEOUT_MS } as pg.QueryConfig);
       try {
-        await c.query('BEGIN');
-        await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-        await c.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)');
-        const done = new Set((await c.query('SELECT version FROM schema_migrations')).rows.map((r) => Number(r.version)));
+        await q('BEGIN');
+        await q(`SET LOCAL statement_timeout = ${MIGRATION_TIMEOUT_MS}`);
+        await q('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+        await q('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)');
+        const done = new Set((await q('SELECT version FROM schema_migrations')).rows.map((r) => Number(r.version)));
         for (const m of PG_MIGRATIONS) {
           if (done.has(m.version)) continue;
-          await c.query(m.sql);
-          await c.query('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [m.version, Date.now()]);
+          await q(m.sql);
+          await q('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [m.version, Date.now()]);
         }
-        await c.query('COMMIT');
+        await q('COMMIT');
       } catch (err) {
         await c.query('ROLLBACK').catch(() => {});
         throw err;

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { type Checkpointer, startCheckpointer } from './sqlite-checkpointer.ts';
 import {
   CLOSED_LEASE_MEMORY_MS,
+  STORE_BUDGET_MS,
   type CheckRequest,
   type CheckResult,
   type KeyRecord,
@@ -142,7 +143,7 @@ export interface SqliteStoreOptions {
   /** Directory of the database file (TINTYPE_DATA_DIR), or `:memory:`. */
   dataDir: string;
   synchronous?: 'normal' | 'full';
-  /** How long a write waits for another process's lock before failing (and the check failing closed). */
+  /** How long a write waits for another process's lock before failing (and the check failing closed); STORE_BUDGET_MS by default. */
   busyTimeoutMs?: number;
   /** Checkpoint the WAL from a worker thread (sqlite-checkpointer.ts); off for short-lived admin commands. */
   backgroundCheckpoints?: boolean;
@@ -171,7 +172,7 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
   db.pragma(`page_size = ${NEW_DATABASE_PAGE_SIZE}`);
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${options.synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
-  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 2000}`);
+  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? STORE_BUDGET_MS}`);
   db.pragma('foreign_keys = ON');
   let checkpointer: Checkpointer | undefined;
   if (file !== ':memory:' && options.backgroundCheckpoints !== false) {
