@@ -4,7 +4,7 @@
  * (spec Part 7: a refusal mid-render, e.g. a redirect hop to a private address, is the same
  * 422 `url_rejected`), and markup written into the blank page (spec 4.3 rule 4).
  */
-import { TimeoutError, type HTTPResponse, type PuppeteerLifeCycleEvent } from 'puppeteer-core';
+import { TimeoutError, type HTTPRequest, type HTTPResponse, type Page, type PuppeteerLifeCycleEvent } from 'puppeteer-core';
 import { ServiceError, ValidationFailure, isRejectReason } from '../../lib/errors.ts';
 import { GUARD_REASON_HEADER } from '../../lib/guard-contract.ts';
 import type { WaitUntil } from '../schemas/fields.ts';
@@ -21,6 +21,9 @@ export const LIFECYCLE: Readonly<Record<WaitUntil, PuppeteerLifeCycleEvent>> = {
   domcontentloaded: 'domcontentloaded',
   networkidle: 'networkidle0',
 };
+
+/** Quiet time that counts as network idle (puppeteer's networkidle0 uses the same 500 ms). */
+export const NETWORK_IDLE_MS = 500;
 
 /** Milliseconds left before the deadline, at least 1. */
 export function remaining(deadline: number, now: () => number = Date.now): number {
@@ -67,16 +70,67 @@ export async function navigate(ctx: RenderContext, url: string, waitUntil: WaitU
 }
 
 /**
+ * Waits until none of the page's requests has been in flight for NETWORK_IDLE_MS. A request
+ * counts until its body has finished or failed, so a response that keeps streaming keeps the
+ * network busy, as Chromium's own networkIdle would.
+ */
+function networkQuiet(page: Page): { quiet(timeoutMs: number): Promise<void>; dispose(): void } {
+  const inflight = new Set<HTTPRequest>();
+  let onChange = (): void => {};
+  const started = (r: HTTPRequest): void => {
+    inflight.add(r);
+    onChange();
+  };
+  const ended = (r: HTTPRequest): void => {
+    inflight.delete(r);
+    onChange();
+  };
+  page.on('request', started);
+  page.on('requestfinished', ended);
+  page.on('requestfailed', ended);
+  return {
+    quiet(timeoutMs) {
+      return new Promise<void>((resolve, reject) => {
+        let idle: NodeJS.Timeout | undefined;
+        const finish = (): void => {
+          clearTimeout(idle);
+          clearTimeout(limit);
+          onChange = () => {};
+        };
+        const limit = setTimeout(() => (finish(), reject(new ServiceError('render_timeout'))), timeoutMs);
+        onChange = () => {
+          clearTimeout(idle);
+          if (inflight.size === 0) idle = setTimeout(() => (finish(), resolve()), NETWORK_IDLE_MS);
+        };
+        onChange();
+      });
+    },
+    dispose() {
+      page.off('request', started);
+      page.off('requestfinished', ended);
+      page.off('requestfailed', ended);
+    },
+  };
+}
+
+/**
  * Writes `html` into the render's blank page. The page stays `about:blank` with its opaque
  * origin, so relative URLs resolve against nothing and fetch nothing (spec 4.3 rule 4).
  */
 export async function writeMarkup(ctx: RenderContext, html: string, waitUntil: WaitUntil, deadline: number): Promise<void> {
   await inSpan('navigate', { 'tintype.wait_until': waitUntil, 'tintype.html_length': html.length }, async () => {
+    // Chromium reports no new networkIdle lifecycle event for a document written into the page,
+    // so puppeteer's networkidle0 would wait out the whole budget: load, then our own count.
+    const network = waitUntil === 'networkidle' ? networkQuiet(ctx.page) : undefined;
     try {
-      await ctx.page.setContent(html, { waitUntil: LIFECYCLE[waitUntil], timeout: remaining(deadline) });
+      const event = waitUntil === 'networkidle' ? 'load' : LIFECYCLE[waitUntil];
+      await ctx.page.setContent(html, { waitUntil: event, timeout: remaining(deadline) });
+      await network?.quiet(remaining(deadline));
     } catch (err) {
       const mapped = asServiceError(err);
       throw mapped instanceof ServiceError ? mapped : new ServiceError('render_failed');
+    } finally {
+      network?.dispose();
     }
   });
 }

@@ -19,7 +19,8 @@ function releaseAll(): void {
 const site = await startSite((req, res) => {
   const p = (req.url ?? '/').split('?', 1)[0];
   if (p === '/hold') {
-    res.writeHead(200, { 'content-type': 'text/html' });
+    // CORS allowed, so a fetch from markup (an opaque origin) stays in flight rather than failing.
+    res.writeHead(200, { 'content-type': 'text/html', 'access-control-allow-origin': '*' });
     res.write('<!doctype html><p>waiting</p>'); // headers sent, the body never ends until released
     held.add(res);
     return;
@@ -79,7 +80,8 @@ t.test('503 busy with retry-after: 1 at once when every slot is taken, not meter
 t.test('504 render_timeout when networkidle never comes; the slot is freed', async (t) => {
   for (const [op, body] of [
     ['screenshot', { url: `${site.origin}/never-idle`, waitUntil: 'networkidle' }],
-    ['html-to-image', { html: `<img src="${site.origin}/hold">`, waitUntil: 'networkidle' }],
+    ['html-to-image', { html: `<p>busy</p><script>fetch("${site.origin}/hold")</script>`, waitUntil: 'networkidle' }],
+    ['pdf', { html: `<p>busy</p><script>fetch("${site.origin}/hold")</script>`, waitUntil: 'networkidle' }],
     ['pdf', { url: `${site.origin}/never-idle`, waitUntil: 'networkidle' }],
   ] as const) {
     const lease = newLease();
@@ -94,6 +96,19 @@ t.test('504 render_timeout when networkidle never comes; the slot is freed', asy
   const ok = await post(h, 'screenshot', { url: `${site.origin}/never-idle`, waitUntil: 'load', width: 20, height: 20 });
   t.equal(ok.status, 200, 'the same page with waitUntil load renders');
   releaseAll();
+});
+
+t.test('networkidle is reached when the network goes quiet', async (t) => {
+  for (const [op, body] of [
+    ['html-to-image', { html: '<p>quiet</p>', width: 20, height: 20, waitUntil: 'networkidle' }],
+    ['html-to-image', { html: `<img src="${site.origin}/ok.png"><p>one request</p>`, width: 20, height: 20, waitUntil: 'networkidle' }],
+    ['pdf', { html: '<p>quiet</p>', waitUntil: 'networkidle' }],
+    ['screenshot', { url: `${site.origin}/quiet`, width: 20, height: 20, waitUntil: 'networkidle' }],
+    ['pdf', { url: `${site.origin}/quiet`, waitUntil: 'networkidle' }],
+  ] as const) {
+    const a = await post(h, op, body);
+    t.equal(a.status, 200, `${op} ${'html' in body ? 'markup' : 'url'}: 200 inside the 4 s budget`);
+  }
 });
 
 t.test('502 render_too_large past TINTYPE_MAX_OUTPUT_BYTES, metered, not cached', async (t) => {
