@@ -98,9 +98,11 @@ t.test('504 render_timeout when networkidle never comes; the slot is freed', asy
   releaseAll();
 });
 
-t.test('networkidle is reached when the network goes quiet', async (t) => {
+t.test('markup and pages settle for every waitUntil; networkidle when the network goes quiet', async (t) => {
   for (const [op, body] of [
     ['html-to-image', { html: '<p>quiet</p>', width: 20, height: 20, waitUntil: 'networkidle' }],
+    ['html-to-image', { html: '<p>early</p>', width: 20, height: 20, waitUntil: 'domcontentloaded' }],
+    ['pdf', { html: '<p>early</p>', waitUntil: 'domcontentloaded' }],
     ['html-to-image', { html: `<img src="${site.origin}/ok.png"><p>one request</p>`, width: 20, height: 20, waitUntil: 'networkidle' }],
     ['pdf', { html: '<p>quiet</p>', waitUntil: 'networkidle' }],
     ['screenshot', { url: `${site.origin}/quiet`, width: 20, height: 20, waitUntil: 'networkidle' }],
