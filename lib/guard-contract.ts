@@ -6,6 +6,10 @@
  *   requests and CONNECT), naming the render that owns the connection. `<token>` is a fresh
  *   random value per render, so no render can name, see or change another's count.
  * - The guard refuses with `403` and `x-guard-reason: <reason>` (spec Part 7 `reason` vocabulary).
+ * - When an allowed `http:` target cannot be reached, the guard answers the absolute-form request
+ *   itself (502, or 504 on a timeout) with `x-guard-failure: <GuardFailure>`, so the renderer
+ *   can tell that answer from one the target gave. Both headers are the guard's word alone: the
+ *   guard drops them from every answer it forwards from a target.
  * - When a render ends, the renderer asks the guard for that render's tally with an origin-form
  *   `GET /renders/<token>` straight to the guard's listener (not through the proxy); the guard
  *   answers the tally as JSON and forgets it. Pages cannot reach that path: their requests
@@ -16,6 +20,10 @@ import type { RejectReason } from './errors.ts';
 
 export const GUARD_REASON_HEADER = 'x-guard-reason';
 export const RENDER_STATS_PATH = '/renders/';
+export const GUARD_FAILURE_HEADER = 'x-guard-failure';
+
+/** Why the guard answered an allowed request itself: the target could not be reached or went quiet. */
+export type GuardFailure = 'connect_refused' | 'connect_timeout' | 'reset' | 'idle_timeout' | 'unreachable';
 
 /** A render's refusal tally, as the guard answers it at `GET /renders/<token>`. */
 export interface RenderTally {
