@@ -8,7 +8,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { DialAddress } from './judge.ts';
-import { GUARD_REASON_HEADER } from '../../lib/guard-contract.ts';
+import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER, type GuardFailure } from '../../lib/guard-contract.ts';
 import { endToEnd } from './headers.ts';
 import type { Target } from './target.ts';
 import type { Outcome } from './decisions.ts';
@@ -54,10 +54,20 @@ class UpstreamTimeout extends Error {
   }
 }
 
+/** The guard's name for an upstream error (lib/guard-contract.ts `x-guard-failure`). */
+export function failureOf(err: Error): GuardFailure {
+  if (err instanceof UpstreamTimeout) return err.phase === 'connect' ? 'connect_timeout' : 'idle_timeout';
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'ECONNREFUSED') return 'connect_refused';
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED') return 'reset';
+  return 'unreachable';
+}
+
 /**
  * Forwards one absolute-form request to the pinned address and streams the answer back.
  * Resolves with the outcome once the exchange is over (502 when the target cannot be reached,
- * 504 when it does not connect or answer in time).
+ * 504 when it does not connect or answer in time). Those answers are the guard's own and say so
+ * in `x-guard-failure`, so a renderer never takes them for the target's page.
  */
 export function forward(
   req: http.IncomingMessage,
@@ -94,7 +104,12 @@ export function forward(
       const failure = timedOut ? `${err.phase}_timeout` : ((err as NodeJS.ErrnoException).code ?? 'upstream_error');
       if (!res.headersSent) {
         const status = timedOut ? 504 : 502;
-        res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', connection: 'close' });
+        res.writeHead(status, {
+          [GUARD_FAILURE_HEADER]: failureOf(err),
+          'content-type': 'text/plain; charset=utf-8',
+          'cache-control': 'no-store',
+          connection: 'close',
+        });
         res.end(status === 504 ? 'upstream timed out\n' : 'upstream unreachable\n');
         done({ decision: 'allowed', status, failure });
       } else {
@@ -103,9 +118,14 @@ export function forward(
       }
     });
     upstream.on('response', (answer) => {
-      // `x-guard-reason` is the guard's word alone (issue 2 §2 rule 6): a target sending it
-      // would pass for a refusal, so the target's own (any spelling of the name) is dropped.
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders, { drop: [GUARD_REASON_HEADER] }));
+      // `x-guard-reason` and `x-guard-failure` are the guard's word alone (issue 2 §2 rule 6): a
+      // target sending one would pass for a refusal or an unreachable target, so the target's
+      // own (any spelling of the name) are dropped.
+      res.writeHead(
+        answer.statusCode ?? 502,
+        answer.statusMessage,
+        endToEnd(answer.rawHeaders, { drop: [GUARD_REASON_HEADER, GUARD_FAILURE_HEADER] }),
+      );
       answer.pipe(res);
       answer.on('error', () => res.destroy());
     });

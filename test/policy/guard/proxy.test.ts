@@ -83,10 +83,20 @@ const target = http.createServer((req, res) => {
   req.on('end', () => {
     seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
     if (req.url === '/own-reason') {
-      // A target posing as the guard: its own x-guard-reason, in two spellings of the name.
+      // A target posing as the guard: its own x-guard-reason and x-guard-failure, in two
+      // spellings of each name.
       const text = 'not the guard';
-      res.writeHead(403, ['X-Guard-Reason', 'private_address', 'x-GUARD-reason', 'denied_host', 'X-Target', 'yes', 'Content-Length', String(text.length)]);
+      res.writeHead(403, [
+        'X-Guard-Reason', 'private_address', 'x-GUARD-reason', 'denied_host',
+        'X-Guard-Failure', 'connect_refused', 'x-guard-FAILURE', 'reset',
+        'X-Target', 'yes', 'Content-Length', String(text.length),
+      ]);
       res.end(text);
+      return;
+    }
+    if (req.url === '/reset') {
+      // Reads the request, then drops the connection without a byte of answer.
+      req.socket.resetAndDestroy();
       return;
     }
     const text = `target saw ${req.method} ${req.url}`;
@@ -153,17 +163,19 @@ t.test('absolute-form http reaches the address it was judged at, hop-by-hop head
   t.equal(dns.count('public.test', 'AAAA'), 1, 'one AAAA lookup');
 });
 
-t.test("a target's own x-guard-reason never passes through: only the guard's refusals carry one", async (t) => {
+t.test("a target's own x-guard-reason and x-guard-failure never pass through: only the guard's own answers carry them", async (t) => {
   const token = 'tokenOWNREASONxxxxxxxxxx';
   const answer = await viaGuard(g, at('public.test', '/own-reason'), { headers: { 'proxy-authorization': renderAuthorization(token) } });
   t.equal(answer.status, 403, "the target's status passes");
   t.equal(answer.body, 'not the guard', "the target's body passes");
   t.equal(answer.headers['x-target'], 'yes', "the target's other headers pass");
   t.equal(answer.headers['x-guard-reason'], undefined, 'no x-guard-reason, in any spelling');
+  t.equal(answer.headers['x-guard-failure'], undefined, 'no x-guard-failure, in any spelling');
   t.same(guard.takeTally(token), { blocked: 0, firstReason: null }, 'and nothing was counted');
   const raw = await rawExchange(port, `GET ${at('public.test', '/own-reason')} HTTP/1.1\r\nHost: public.test\r\nConnection: close\r\n\r\n`);
   t.match(raw, /^HTTP\/1\.1 403 /, 'the raw answer is the target one');
   t.notMatch(raw, /x-guard-reason/i, 'the raw answer holds no x-guard-reason line');
+  t.notMatch(raw, /x-guard-failure/i, 'the raw answer holds no x-guard-failure line');
 });
 
 t.test('CONNECT tunnels to the judged address; refused tunnels answer 403 with a reason', async (t) => {
@@ -402,10 +414,19 @@ t.test('the tunnel bound and the idle timeout are settings; failing targets are 
   const hung = await viaGuard({ port: p }, `http://${TARGET_HOST}:${silentPort}/`);
   t.equal(hung.status, 504, 'an upstream that never answers is a 504');
   t.equal(hung.headers['x-guard-reason'], undefined, 'not a refusal');
-  // An allowed address where nothing listens.
-  const closedPort = silentPort === 65535 ? 65534 : silentPort + 1;
+  t.equal(hung.headers['x-guard-failure'], 'idle_timeout', "marked as the guard's own answer");
+  // An allowed address where nothing listens: a port that was bound and is closed again.
+  const gone = net.createServer();
+  const closedPort = await listenOn(gone, TARGET_HOST);
+  await closeServer(gone);
   const refusedConn = await viaGuard({ port: p }, `http://${TARGET_HOST}:${closedPort}/`);
   t.equal(refusedConn.status, 502, 'an upstream that refuses the connection is a 502');
+  t.equal(refusedConn.headers['x-guard-failure'], 'connect_refused', "marked as the guard's own answer");
+  t.equal(refusedConn.headers['x-guard-reason'], undefined, 'not a refusal');
+  // A target that takes the request and resets the connection.
+  const reset = await viaGuard({ port: p }, `http://${TARGET_HOST}:${targetPort}/reset`);
+  t.equal(reset.status, 502, 'an upstream that resets is a 502');
+  t.equal(reset.headers['x-guard-failure'], 'reset', "marked as the guard's own answer");
 });
 
 t.test('stop() lets an exchange in flight finish, then closes what is still open after the grace', async (t) => {
