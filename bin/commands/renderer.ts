@@ -3,6 +3,11 @@
  * Chromium in its own namespace, its own guard unless GUARD_URL names one, leases settled to
  * TINTYPE_POLICY_URL. Wiring only. SIGTERM/SIGINT: stop taking requests, let the ones in flight
  * finish inside the render budget, settle them, close Chromium, exit 0.
+ *
+ * The renderer trusts any well-formed `x-tintype-lease` (the edge authorized the request), so its
+ * port must be reachable from the edge only: all interfaces here, because Envoy reaches the pod
+ * by its address (the deployment's NetworkPolicy admits only the edge); loopback inside
+ * `tintype start`.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -11,8 +16,8 @@ import { loadConfig, type Config } from '../../lib/config.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
 import { createLogger, type Logger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
-import { httpSettler, type Settler } from '../../lib/policy-contract.ts';
-import { propagatingFetch, startTelemetry } from '../../lib/telemetry.ts';
+import { agentSettler, type Settler } from '../../lib/policy-contract.ts';
+import { startTelemetry } from '../../lib/telemetry.ts';
 import { createGuard, createJudge, guardSettings, judgeUrl, type Guard } from '../../policy/guard/index.ts';
 import { createBrowserPool, guardEndpointFromConfig, type GuardEndpoint } from '../../renderer/browser/index.ts';
 import { createRenderCache } from '../../renderer/cache/index.ts';
@@ -24,27 +29,44 @@ import type { Command } from './command.ts';
 /** A running renderer role: server, Chromium pool, OG threads, cache and (unless GUARD_URL) its own guard. */
 export interface RendererRole extends Lifecycle {
   server: RendererServer;
+  /** Ready for renders: healthy and the start-up self-test passed (spec Part 1; /healthz/ready). */
+  ready(): boolean;
 }
 
-/** Where settles go: policy over HTTP, or nowhere (logged once) when no policy is configured. */
-function settlerFor(config: Readonly<Config>, logger: Logger): Settler {
-  if (config.policyUrl !== undefined) return httpSettler(config.policyUrl, propagatingFetch());
+/** How `tintype start` embeds the role; `tintype renderer` uses the defaults. */
+export interface RendererRoleOptions {
+  registry?: Registry;
+  /** Interface to listen on; all when omitted. `tintype start` passes 127.0.0.1: see the header. */
+  host?: string;
+  /** Start the role's own guard on a private unix socket even when GUARD_URL is set. */
+  ownGuard?: boolean;
+  /** Where leases settle; by default kept-alive HTTP to TINTYPE_POLICY_URL, closed with the role. */
+  settler?: Settler;
+}
+
+/** Where settles go: policy over kept-alive HTTP, or nowhere (logged once) when no policy is configured. */
+function settlerFor(config: Readonly<Config>, logger: Logger): Settler & { close(): void } {
+  // A settle follows every answer: node:http with a kept-alive agent, carrying the trace
+  // context, costs a fraction of fetch per call (bench/edge.ts); the server retries twice.
+  if (config.policyUrl !== undefined) return agentSettler(config.policyUrl);
   logger.warn('renderer.no_policy_url', { detail: 'TINTYPE_POLICY_URL is unset; leases are not settled' });
-  return { settle: async () => {} };
+  return { settle: async () => {}, close: () => {} };
 }
 
 /**
- * Builds every part of the renderer from the settings; `tintype start` embeds it the same way.
- * Stop order: server (in-flight renders finish, leases settle) ▸ pool (Chromium closed) ▸
- * OG threads ▸ cache ▸ guard.
+ * Builds every part of the renderer from the settings, for `tintype renderer` and `tintype start`
+ * alike. Stop order: server (in-flight renders finish, leases settle) ▸ pool (Chromium closed) ▸
+ * OG threads ▸ cache ▸ guard ▸ settler.
  */
-export async function createRendererRole(config: Readonly<Config>, logger: Logger, registry = new Registry()): Promise<RendererRole> {
+export async function createRendererRole(config: Readonly<Config>, logger: Logger, options: RendererRoleOptions = {}): Promise<RendererRole> {
+  const registry = options.registry ?? new Registry();
   let guard: Guard | undefined;
   let socketDir: string | undefined;
   let endpoint: GuardEndpoint;
   let judge: UrlJudge;
-  if (config.guardUrl === undefined) {
-    // Its own guard, reached over a unix socket: the one path out of Chromium's namespace.
+  if (config.guardUrl === undefined || options.ownGuard === true) {
+    // Its own guard, reached over a unix socket in a fresh 0700 directory: the one path out of
+    // Chromium's namespace, and nobody else's way in.
     socketDir = config.guardSocket === undefined ? await mkdtemp(path.join(os.tmpdir(), 'tintype-guard-')) : undefined;
     const socket = config.guardSocket ?? path.join(socketDir!, 'guard.sock');
     guard = createGuard({ socket, ...guardSettings(config), logger: logger.child({ component: 'guard' }), metrics: registry });
@@ -58,35 +80,52 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
     const own = await createJudge({ ...guardSettings(config), logger });
     judge = (url) => judgeUrl(url, own);
   }
-  const pool = createBrowserPool({ config, logger, registry, guard: endpoint });
+  const pool = createBrowserPool({ config, logger: logger.child({ component: 'browser' }), registry, guard: endpoint });
   const cache = createRenderCache(config, logger);
   // OG cards are drawn on worker threads, inside the same render budget (spec 4.5; Part 7 504).
   const og = createOgDrawer({ threads: config.ogThreads, maxQueue: config.ogQueue, drawTimeoutMs: config.renderTimeoutMs });
+  const ownSettler = options.settler === undefined ? settlerFor(config, logger) : undefined;
+  const settler = options.settler ?? ownSettler!;
   const server = createRendererServer({
-    config, logger, registry, pool, cache, judge, settler: settlerFor(config, logger), og,
+    config, logger, registry, pool, cache, judge, settler, og, ...(options.host !== undefined ? { host: options.host } : {}),
   });
   let running = false;
+  const started = new Set<Lifecycle>();
+  const stopAll = async (signal?: NodeJS.Signals): Promise<void> => {
+    running = false;
+    // The server first, so answers in flight finish on a live Chromium and settle; the guard last.
+    for (const part of [server, pool, og, cache, guard]) {
+      if (part === undefined || !started.delete(part)) continue;
+      try {
+        await part.stop(signal);
+      } catch (err) {
+        logger.warn('renderer.stop_failed', { message: err instanceof Error ? err.message : 'unknown' });
+      }
+    }
+    ownSettler?.close();
+    if (socketDir !== undefined) await rm(socketDir, { recursive: true, force: true });
+  };
+  const healthy = (): boolean => running && server.healthy() && pool.healthy() && (guard?.healthy() ?? true);
   return {
     server,
     async start() {
-      await guard?.start();
-      await cache.start();
-      await og.start();
-      await server.start();
-      // The self-test runs inside start(); until it passes, renders answer guard_unverified.
-      await pool.start();
-      running = true;
+      try {
+        // The server listens before the pool's self-test so /healthz/live answers during it;
+        // renders answer guard_unverified until it passed (spec Part 1).
+        for (const part of [guard, cache, og, server, pool]) {
+          if (part === undefined) continue;
+          started.add(part);
+          await part.start();
+        }
+        running = true;
+      } catch (err) {
+        await stopAll();
+        throw err;
+      }
     },
-    async stop(signal) {
-      running = false;
-      await server.stop(signal);
-      await pool.stop(signal);
-      await og.stop(signal);
-      await cache.stop(signal);
-      await guard?.stop(signal);
-      if (socketDir !== undefined) await rm(socketDir, { recursive: true, force: true });
-    },
-    healthy: () => running && server.healthy() && pool.healthy(),
+    stop: (signal) => stopAll(signal),
+    healthy,
+    ready: () => healthy() && pool.selfTestPassed(),
   };
 }
 
