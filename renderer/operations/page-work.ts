@@ -2,11 +2,12 @@
  * Steps every operation's page work shares: the time budget applied to each browser wait,
  * `waitUntil` in puppeteer's terms, navigation with the guard's main-document refusals
  * (spec Part 7: a refusal mid-render, e.g. a redirect hop to a private address, is the same
- * 422 `url_rejected`), and markup written into the blank page (spec 4.3 rule 4).
+ * 422 `url_rejected`) and its own answers for targets it could not reach (502 `render_failed`),
+ * and markup written into the blank page (spec 4.3 rule 4).
  */
 import { TimeoutError, type HTTPRequest, type HTTPResponse, type Page, type PuppeteerLifeCycleEvent } from 'puppeteer-core';
 import { ServiceError, ValidationFailure, isRejectReason } from '../../lib/errors.ts';
-import { GUARD_REASON_HEADER } from '../../lib/guard-contract.ts';
+import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER } from '../../lib/guard-contract.ts';
 import type { WaitUntil } from '../schemas/fields.ts';
 import { inSpan } from './telemetry.ts';
 import type { RenderContext } from './types.ts';
@@ -37,14 +38,23 @@ export function asServiceError(err: unknown): ServiceError | unknown {
   return err;
 }
 
-/** The guard's refusal of the main document, read from the 403 it answered in the target's place. */
-async function refusalOf(ctx: RenderContext, response: HTTPResponse | null): Promise<ServiceError<'url_rejected'> | undefined> {
-  if (response === null || response.status() !== 403) return undefined;
-  const reason = response.headers()[GUARD_REASON_HEADER];
-  if (!isRejectReason(reason)) return undefined;
-  // A target could send the header itself; only a refusal the guard counted for this render is one.
-  const tally = await ctx.tally();
-  return tally.blocked > 0 ? new ServiceError('url_rejected', { reason }) : undefined;
+/**
+ * What the guard's own answer for the main document means, read from the answer it gave in the
+ * target's place. Both headers are the guard's word alone: it drops them from every answer a
+ * target gives (lib/guard-contract.ts), so one here was written by the guard.
+ * - 403 with `x-guard-reason`: a refusal (a redirect hop to a private address): 422 `url_rejected`.
+ * - `x-guard-failure`: the target could not be reached (refused, reset, no connect or no answer in
+ *   the guard's time). Chromium would render the guard's short text as if it were the page; it
+ *   is 502 `render_failed` instead, as an https target whose tunnel fails already is. Not 504
+ *   `render_timeout`: the render budget did not run out, the target did (README, "Decisions").
+ */
+function guardAnswerOf(response: HTTPResponse | null): ServiceError<'url_rejected' | 'render_failed'> | undefined {
+  if (response === null) return undefined;
+  const headers = response.headers();
+  if (headers[GUARD_FAILURE_HEADER] !== undefined) return new ServiceError('render_failed');
+  const reason = headers[GUARD_REASON_HEADER];
+  if (response.status() === 403 && isRejectReason(reason)) return new ServiceError('url_rejected', { reason });
+  return undefined;
 }
 
 /** Loads `url` in the render's page; a refused main document is 422, an unreachable one 502. */
@@ -64,8 +74,8 @@ export async function navigate(ctx: RenderContext, url: string, waitUntil: WaitU
       }
       throw new ServiceError('render_failed');
     }
-    const refusal = await refusalOf(ctx, response);
-    if (refusal !== undefined) throw refusal;
+    const answered = guardAnswerOf(response);
+    if (answered !== undefined) throw answered;
   });
 }
 

@@ -1,8 +1,9 @@
 /**
  * How targets are met (spec Part 1 rules 3 and 5, Part 7): the caller's headers never reach the
  * target; a main document redirected to a private address is the same 422 as a refused page
- * address; a target that answers but cannot be rendered is 502 render_failed; an error page
- * that can be rendered is rendered.
+ * address; a target that answers but cannot be rendered, or cannot be reached at all, is 502
+ * render_failed; an error page that can be rendered is rendered, also one carrying headers
+ * that only the guard may send.
  */
 import t from 'tap';
 import { post, pngSize, startHarness, startSite } from '../server/harness.ts';
@@ -31,12 +32,25 @@ const site = await startSite((req, res) => {
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="x.bin"' });
     return res.end(Buffer.alloc(2048, 1));
   }
+  if (p === '/reset') {
+    // Takes the request and drops the connection without answering.
+    req.socket.resetAndDestroy();
+    return;
+  }
+  if (p === '/posing') {
+    // A target posing as the guard: a refusal reason and a failure mark of its own.
+    res.writeHead(403, { 'content-type': 'text/html', 'x-guard-reason': 'private_address', 'x-guard-failure': 'connect_refused' });
+    return res.end('<!doctype html><h1>Forbidden by the target</h1>');
+  }
   if (p === '/error') {
     res.writeHead(500, { 'content-type': 'text/html' });
     return res.end('<!doctype html><h1>Internal error</h1>');
   }
   res.writeHead(404).end();
 });
+// An allowed address where nothing listens: a site that was started and closed again.
+const gone = await startSite(() => {});
+await gone.close();
 const h = await startHarness();
 t.teardown(async () => {
   await h.close();
@@ -86,6 +100,33 @@ t.test('a target that answers but cannot be rendered is 502 render_failed', asyn
   }
   const settled = h.settler.settled.filter((s) => s.status === 502);
   t.ok(settled.every((s) => s.error === 'render_failed'), 'settled as render_failed (metered)');
+});
+
+t.test('a target that cannot be reached is 502 render_failed, not a picture of the guard\'s answer', async (t) => {
+  // Over http the guard answers in the target's place (502/504 with x-guard-failure), and
+  // Chromium would render that text as the page; the renderer turns it into the error.
+  const before = h.settler.settled.length;
+  for (const [what, url] of [['refused', `${gone.origin}/`], ['reset', `${site.origin}/reset`]] as const) {
+    for (const op of ['screenshot', 'pdf'] as const) {
+      const a = await post(h, op, { url });
+      t.equal(a.status, 502, `${op} ${what}: 502`);
+      t.same(a.json(), { error: 'render_failed' }, `${op} ${what}: body`);
+    }
+  }
+  const settled = await h.settler.waitFor(before + 4);
+  t.same(
+    settled.slice(before).map((s) => [s.status, s.error]),
+    Array.from({ length: 4 }, () => [502, 'render_failed']),
+    'settled as render_failed (metered)',
+  );
+});
+
+t.test("a target's own x-guard-reason or x-guard-failure is its page, rendered", async (t) => {
+  for (const op of ['screenshot', 'pdf'] as const) {
+    const a = await post(h, op, { url: `${site.origin}/posing` });
+    t.equal(a.status, 200, `${op}: 200, neither a refusal nor a failure`);
+    if (op === 'screenshot') t.equal(a.headers.get('x-render-blocked'), '0', 'nothing was refused');
+  }
 });
 
 t.test('markup whose render fails because of a refusal is 422, never 502', async (t) => {
