@@ -14,11 +14,12 @@ import { SCRIPTS, fullCard } from './samples.ts';
 let surface: Surface | undefined;
 
 /**
- * Loads faces, grounds and the emoji index, and draws one card per template, so a thread's first
- * real card costs what every other does (compiled code, common glyph masks in the cache).
+ * Reads the primary faces, grounds and the emoji index, and draws one card per template, so a
+ * thread's first Latin card costs what every other does (compiled code, common glyph masks in
+ * the cache). Fallback faces are not read here: each is read when a card first needs it (faces.ts).
  */
 export function warmUp(): void {
-  faces();
+  for (const face of faces().primary()) face.glyph(0x41);
   surface ??= new Surface();
   ground('dark');
   ground('light');

@@ -3,45 +3,27 @@
  * Noto Sans Mono for `statValue`, `start` and `target`, and fallback faces for Arabic, Hebrew,
  * Devanagari, Thai and CJK (Droid Sans Fallback; Nanum Gothic for Hangul). All are TrueType
  * (glyf) files from Debian packages listed in scripts/apt-packages.txt (fonts-noto-core,
- * fonts-noto-mono, fonts-droid-fallback, fonts-nanum), never fetched at run time; pureimage parses them with
- * its opentype.js, which reads glyf outlines and BMP cmaps only, so code points above U+FFFF that
- * are not emoji draw as the face's empty box (spec 4.5 rule 6). Faces load once per worker.
+ * fonts-noto-mono, fonts-droid-fallback, fonts-nanum), never fetched at run time. They are read
+ * as opentype.js 0.4 (pureimage's reader) reads them: glyf outlines and BMP cmaps only, so code
+ * points above U+FFFF that are not emoji draw as the face's empty box (spec 4.5 rule 6). Each
+ * face is read on first need, once per worker thread (truetype.ts).
  */
 import { existsSync } from 'node:fs';
-import * as PImage from 'pureimage';
+import { LazyTrueType, type FaceStage, type OtGlyph } from './truetype.ts';
 
-/** The parts of an opentype.js font and glyph the drawing uses. */
-export interface OutlineCommand {
-  type: 'M' | 'L' | 'Q' | 'C' | 'Z';
-  x: number;
-  y: number;
-  x1: number;
-  y1: number;
-  x2: number;
-  y2: number;
-}
-export interface OtGlyph {
-  index: number;
-  advanceWidth: number;
-  /** Bounding box in font units, from the glyph's header. */
-  yMin?: number;
-  yMax?: number;
-  path: { commands: OutlineCommand[] };
-}
-interface OtFont {
-  unitsPerEm: number;
-  ascender: number;
-  descender: number;
-  glyphs: { get(index: number): OtGlyph | undefined };
-  tables: { cmap: { glyphIndexMap: Record<number, number> } };
-}
+export type { OtGlyph, OutlineCommand } from './truetype.ts';
 
-/** One loaded face. `covers` says whether the face has its own glyph for a code point. */
+/**
+ * One face. `covers` says whether the face has its own glyph for a code point. Nothing is read
+ * until first asked (truetype.ts): `covers` reads the cmap, `glyph` the outlines.
+ */
 export interface Face {
   readonly name: string;
-  /** The TrueType file the face was read from. */
+  /** The TrueType file the face is read from. */
   readonly file: string;
   readonly unitsPerEm: number;
+  /** How much of the file has been read so far. */
+  readonly stage: FaceStage;
   covers(codePoint: number): boolean;
   glyph(codePoint: number): OtGlyph;
 }
@@ -67,42 +49,49 @@ const SYMBOLS = ['NotoSansSymbols-Regular', 'NotoSansSymbols2-Regular', 'NotoSan
 const GREEK = /^[\u0370-\u03ff\u1f00-\u1fff]$/u;
 const PI = 0x03c0;
 
-function loadFace(file: string, name: string, accepts?: (cp: number) => boolean): Face {
-  const registered = PImage.registerFont(file, `og-${name}`).loadSync();
-  const font = registered.font as unknown as OtFont;
-  const map = font.tables.cmap.glyphIndexMap;
-  const notdef = font.glyphs.get(0)!;
+function lazyFace(file: string, name: string, accepts?: (cp: number) => boolean): Face {
+  const font = new LazyTrueType(file);
   return {
     name,
     file,
-    unitsPerEm: font.unitsPerEm,
-    covers: (cp) => (map[cp] ?? 0) !== 0 && (accepts === undefined || accepts(cp)),
-    glyph: (cp) => font.glyphs.get(map[cp] ?? 0) ?? notdef,
+    get unitsPerEm() {
+      return font.unitsPerEm;
+    },
+    get stage() {
+      return font.stage;
+    },
+    covers: (cp) => font.glyphIndex(cp) !== 0 && (accepts === undefined || accepts(cp)),
+    glyph: (cp) => font.glyphAt(font.glyphIndex(cp)),
   };
 }
 
-/** Every face a worker needs, loaded once. */
+/** Every face a worker may need, each read on first need and kept for the thread's life. */
 export interface FaceSet {
   chain(role: Role): readonly Face[];
-  /** Every face loaded, once each. */
+  /** Every face of the chains, once each. */
   all(): readonly Face[];
+  /** The first face of each role (the ones warm-up reads). */
+  primary(): readonly Face[];
 }
 
 let loaded: FaceSet | undefined;
 
-/** Loads the faces on first use (once per worker thread) and returns them. */
+/**
+ * The faces of this worker thread. Only the primary faces are read by warm-up (draw.ts); a
+ * fallback is read when a card first needs it, so a Latin card never reads the CJK faces.
+ */
 export function faces(): FaceSet {
   if (loaded !== undefined) return loaded;
   const noto = (name: string) => `${NOTO}/${name}.ttf`;
-  const optional = (names: string[]) => names.filter((n) => existsSync(noto(n))).map((n) => loadFace(noto(n), n));
-  const bold = loadFace(noto('NotoSans-Bold'), 'NotoSans-Bold');
-  const regular = loadFace(noto('NotoSans-Regular'), 'NotoSans-Regular');
+  const optional = (names: string[]) => names.filter((n) => existsSync(noto(n))).map((n) => lazyFace(noto(n), n));
+  const bold = lazyFace(noto('NotoSans-Bold'), 'NotoSans-Bold');
+  const regular = lazyFace(noto('NotoSans-Regular'), 'NotoSans-Regular');
   // Spec 4.5 rule 6: the monospace face carries one Greek letter, pi; other Greek falls back.
-  const mono = loadFace(noto('NotoSansMono-Bold'), 'NotoSansMono-Bold',
+  const mono = lazyFace(noto('NotoSansMono-Bold'), 'NotoSansMono-Bold',
     (cp) => cp === PI || !GREEK.test(String.fromCodePoint(cp)));
-  const cjk = loadFace(DROID, 'DroidSansFallbackFull');
-  const hangulBold = loadFace(`${NANUM}/NanumGothicBold.ttf`, 'NanumGothicBold');
-  const hangul = loadFace(`${NANUM}/NanumGothic.ttf`, 'NanumGothic');
+  const cjk = lazyFace(DROID, 'DroidSansFallbackFull');
+  const hangulBold = lazyFace(`${NANUM}/NanumGothicBold.ttf`, 'NanumGothicBold');
+  const hangul = lazyFace(`${NANUM}/NanumGothic.ttf`, 'NanumGothic');
   const symbols = optional(SYMBOLS);
   const boldChain = [bold, ...optional(FALLBACKS.bold), cjk, hangulBold, ...symbols];
   const regularChain = [regular, ...optional(FALLBACKS.regular), cjk, hangul, ...symbols];
@@ -111,6 +100,7 @@ export function faces(): FaceSet {
   loaded = {
     chain: (role) => (role === 'mono' ? monoChain : role === 'bold' ? boldChain : regularChain),
     all: () => every,
+    primary: () => [bold, regular, mono],
   };
   return loaded;
 }
