@@ -429,6 +429,31 @@ t.test('the tunnel bound and the idle timeout are settings; failing targets are 
   t.equal(reset.headers['x-guard-failure'], 'reset', "marked as the guard's own answer");
 });
 
+t.test('a target that never completes the connect is a 504 marked connect_timeout', async (t) => {
+  // No address on loopback leaves a SYN unanswered, so the dialer seam hands out a socket
+  // that stays connecting, as one to a host that drops SYNs does.
+  const stuck: net.Socket[] = [];
+  const slow = createGuard({
+    port: 0,
+    allowCidrs: [`${TARGET_HOST}/32`],
+    connectTimeoutMs: 200,
+    dial: () => {
+      const s = new net.Socket();
+      Object.defineProperty(s, 'connecting', { value: true });
+      stuck.push(s);
+      return s;
+    },
+    logger: createLogger('guard', { sink: (line) => lines.push(line) }),
+  });
+  await slow.start();
+  t.teardown(() => slow.stop());
+  const answer = await viaGuard({ port: slow.address().port! }, `http://${TARGET_HOST}:${targetPort}/`);
+  t.equal(answer.status, 504, 'a connect that never completes is a 504');
+  t.equal(answer.headers['x-guard-failure'], 'connect_timeout', "marked as the guard's own answer");
+  t.equal(stuck.length, 1, 'the dialer was asked once');
+  t.ok(stuck[0]!.destroyed, 'the stuck socket was destroyed');
+});
+
 t.test('stop() lets an exchange in flight finish, then closes what is still open after the grace', async (t) => {
   const g2 = createGuard({
     port: 0,
