@@ -6,15 +6,18 @@
  * with the same bytes and headers and doing nothing else, driven by the same client.
  *
  * Latency is measured one request at a time on one kept-alive connection; throughput with
- * `--connections` kept-alive connections for `--seconds`. Targets (2 cores): hit p50 ≤ 3 ms,
- * ≥ 1,000 hits/s, the edge adds ≤ 30 % over the bare server.
+ * `--connections` kept-alive connections for `--seconds`. The client writes prepared request
+ * bytes on raw sockets (node:http would cost it about as much per call as the bare server), and
+ * the CPU each server and the client spent per answer is read from /proc: on a shared machine
+ * CPU per answer is steadier than answers per second. Targets (2 cores): hit p50 ≤ 3 ms,
+ * ≥ 1,000 hits/s, the edge adds ≤ 30 % over the bare server (hit p50).
  *
- * `npm run bench -- edge [--seconds N] [--connections N] [--latency-requests N]`
+ * `npm run bench -- edge [--seconds N] [--connections N] [--latency-requests N] [--cpu-prof DIR]`
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,7 +36,9 @@ const PLANS = { plans: { bench: { monthlyQuota: 1_000_000_000, perMinute: 1_000_
 interface Target {
   name: string;
   port: number;
-  headers: Record<string, string>;
+  /** The request bytes of a cache hit and of a ping, written as they are for every call. */
+  hit: Buffer;
+  ping: Buffer;
 }
 
 interface Answer {
@@ -42,59 +47,151 @@ interface Answer {
   body: Buffer;
 }
 
-function request(agent: http.Agent, t: Target, method: string, p: string, body?: string): Promise<Answer> {
+/** The same request bytes for both targets: method, path, key, body. */
+function requestBytes(port: number, secret: string, kind: 'hit' | 'ping'): Buffer {
+  const head = [
+    kind === 'hit' ? 'POST /v1/html-to-image HTTP/1.1' : 'GET /v1/ping HTTP/1.1',
+    `host: 127.0.0.1:${port}`,
+    `authorization: Bearer ${secret}`,
+    ...(kind === 'hit' ? ['content-type: application/json', `content-length: ${Buffer.byteLength(HIT_BODY)}`] : []),
+  ];
+  return Buffer.from(`${head.join('\r\n')}\r\n\r\n${kind === 'hit' ? HIT_BODY : ''}`);
+}
+
+/** node:http, for the few calls whose headers and body are read (warm-up and recording). */
+function fullRequest(port: number, bytes: Buffer): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { ...t.headers };
-    if (body !== undefined) {
-      headers['content-type'] = 'application/json';
-      headers['content-length'] = String(Buffer.byteLength(body));
-    }
-    const req = http.request({ host: '127.0.0.1', port: t.port, method, path: p, headers, agent }, (res) => {
+    const [head, body] = bytes.toString('utf8').split('\r\n\r\n', 2) as [string, string];
+    const [line, ...rest] = head.split('\r\n');
+    const [method, p] = line!.split(' ');
+    const headers = Object.fromEntries(rest.map((h) => [h.slice(0, h.indexOf(':')), h.slice(h.indexOf(':') + 2)]));
+    const req = http.request({ host: '127.0.0.1', port, method, path: p, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
       res.on('error', reject);
     });
     req.on('error', reject);
-    req.end(body);
+    req.end(body === '' ? undefined : body);
   });
 }
 
-const ping = (agent: http.Agent, t: Target): Promise<Answer> => request(agent, t, 'GET', '/v1/ping');
-const hit = (agent: http.Agent, t: Target): Promise<Answer> => request(agent, t, 'POST', '/v1/html-to-image', HIT_BODY);
+/**
+ * A kept-alive HTTP/1.1 connection that writes prepared request bytes and reads only the status
+ * and `content-length` of each answer: the load generator shares the two cores with the servers,
+ * so it must cost far less per call than they do (its CPU is reported beside theirs).
+ */
+class RawConnection {
+  private readonly socket: net.Socket;
+  private buf: Buffer = Buffer.alloc(0);
+  private waiting: ((status: number) => void) | undefined;
+  private failed: ((err: Error) => void) | undefined;
+
+  private constructor(socket: net.Socket) {
+    this.socket = socket;
+    socket.setNoDelay(true);
+    socket.on('data', (c: Buffer) => {
+      this.buf = this.buf.length === 0 ? c : Buffer.concat([this.buf, c]);
+      this.parse();
+    });
+    socket.on('error', (err) => this.failed?.(err));
+    socket.on('close', () => this.failed?.(new Error('connection closed')));
+  }
+
+  static open(port: number): Promise<RawConnection> {
+    return new Promise((resolve, reject) => {
+      const s = net.connect(port, '127.0.0.1', () => resolve(new RawConnection(s)));
+      s.once('error', reject);
+    });
+  }
+
+  private parse(): void {
+    const end = this.buf.indexOf('\r\n\r\n');
+    if (end < 0 || this.waiting === undefined) return;
+    const head = this.buf.toString('latin1', 0, end);
+    const m = /\r\ncontent-length: *(\d+)/i.exec(head);
+    if (m === null) throw new Error('bench: every answer here carries content-length');
+    const total = end + 4 + Number(m[1]);
+    if (this.buf.length < total) return;
+    const status = Number(head.slice(9, 12));
+    this.buf = this.buf.subarray(total);
+    const w = this.waiting;
+    this.waiting = undefined;
+    w(status);
+  }
+
+  /** One request, its answer's status. */
+  call(bytes: Buffer): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.waiting = resolve;
+      this.failed = reject;
+      this.socket.write(bytes);
+    });
+  }
+
+  close(): void {
+    this.socket.destroy();
+  }
+}
+
+type Kind = 'hit' | 'ping';
 
 /** One request at a time on one connection: per-request latency in ms. */
-async function latency(t: Target, call: typeof hit, n: number): Promise<{ samples: number[]; bad: number }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+async function latency(t: Target, kind: Kind, n: number): Promise<{ samples: number[]; bad: number }> {
+  const c = await RawConnection.open(t.port);
   const samples: number[] = [];
   let bad = 0;
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const a = await call(agent, t);
+    const status = await c.call(t[kind]);
     samples.push(performance.now() - t0);
-    if (a.status !== 200) bad += 1;
+    if (status !== 200) bad += 1;
   }
-  agent.destroy();
+  c.close();
   return { samples, bad };
 }
 
-/** `connections` loops for `seconds`: answers per second. */
-async function throughput(t: Target, call: typeof hit, connections: number, seconds: number): Promise<{ perSec: number; bad: number }> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+/** Kernel clock ticks per second (getconf CLK_TCK, 100 on Linux). */
+const CLOCK_TICKS = 100;
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+function cpuSecondsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of stat(5), counted from the state field (3) here.
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+}
+
+interface Run {
+  perSec: number;
+  done: number;
+  bad: number;
+  /** CPU seconds of the server and of this client over the run. */
+  serverCpu: number;
+  clientCpu: number;
+  elapsed: number;
+}
+
+/** `connections` loops for `seconds`: answers per second, and the CPU it cost each side. */
+async function throughput(t: Target, serverPid: number, kind: Kind, connections: number, seconds: number): Promise<Run> {
+  const conns = await Promise.all(Array.from({ length: connections }, () => RawConnection.open(t.port)));
   let done = 0;
   let bad = 0;
-  const end = performance.now() + seconds * 1000;
+  const s0 = cpuSecondsOf(serverPid);
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: connections }, async () => {
+  const end = t0 + seconds * 1000;
+  await Promise.all(conns.map(async (c) => {
     while (performance.now() < end) {
-      const a = await call(agent, t);
-      if (a.status === 200) done += 1;
+      if ((await c.call(t[kind])) === 200) done += 1;
       else bad += 1;
     }
   }));
   const elapsed = (performance.now() - t0) / 1000;
-  agent.destroy();
-  return { perSec: done / elapsed, bad };
+  const cu = process.cpuUsage(c0);
+  const serverCpu = cpuSecondsOf(serverPid) - s0;
+  for (const c of conns) c.close();
+  return { perSec: done / elapsed, done, bad, serverCpu, clientCpu: (cu.user + cu.system) / 1e6, elapsed };
 }
 
 /** Runs `node --import tsx bench/run.ts edge --bare <answers file>` or `bin/tintype start`; resolves with the child and its port. */
@@ -113,7 +210,6 @@ function spawnUntilPort(cmd: string, argv: string[], env: NodeJS.ProcessEnv, pat
 
 /** The baseline: Koa answering the recorded answers of the service, byte for byte, doing nothing else. */
 async function bareServer(answersFile: string): Promise<void> {
-  const { readFileSync } = await import('node:fs');
   const { default: Koa } = await import('koa');
   const recorded = JSON.parse(readFileSync(answersFile, 'utf8')) as Record<string, { status: number; headers: Record<string, string>; body: string }>;
   const app = new Koa();
@@ -147,19 +243,46 @@ function replayable(h: http.IncomingHttpHeaders): Record<string, string> {
   return out;
 }
 
+interface Pooled {
+  samples: number[];
+  hits: Run[];
+  pings: Run[];
+  bad: number;
+}
+
+/** Answers per second over pooled runs; CPU ms per answer of the server and the client. */
+function summarise(runs: Run[]): { perSec: number; serverMsPerCall: number; clientMsPerCall: number; serverCores: number; clientCores: number } {
+  const done = runs.reduce((a, r) => a + r.done, 0);
+  const elapsed = runs.reduce((a, r) => a + r.elapsed, 0);
+  const serverCpu = runs.reduce((a, r) => a + r.serverCpu, 0);
+  const clientCpu = runs.reduce((a, r) => a + r.clientCpu, 0);
+  return {
+    perSec: done / elapsed,
+    serverMsPerCall: (serverCpu * 1000) / Math.max(1, done),
+    clientMsPerCall: (clientCpu * 1000) / Math.max(1, done),
+    serverCores: serverCpu / elapsed,
+    clientCores: clientCpu / elapsed,
+  };
+}
+
+const pct = (edge: number, bare: number): number => round2(((edge - bare) / bare) * 100);
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     args,
     options: {
-      seconds: { type: 'string', default: '5' },
+      seconds: { type: 'string', default: '8' },
       connections: { type: 'string', default: '16' },
-      'latency-requests': { type: 'string', default: '1000' },
+      'latency-requests': { type: 'string', default: '2000' },
+      // Writes a V8 CPU profile of the `tintype start` process into this directory at its exit.
+      'cpu-prof': { type: 'string' },
     },
   });
   const seconds = Number(values.seconds);
   const connections = Number(values.connections);
   const latencyRequests = Number(values['latency-requests']);
   printMachine(CHROMIUM);
+  const load0 = os.loadavg();
 
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-edge-'));
   const plansFile = path.join(dataDir, 'plans.json');
@@ -167,7 +290,9 @@ async function main(): Promise<void> {
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, TINTYPE_DATA_DIR: dataDir, TINTYPE_PLANS: plansFile, CHROMIUM_PATH: CHROMIUM };
   const children: ChildProcess[] = [];
   try {
-    const service = await spawnUntilPort('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'start'], { ...env, PORT: '0', TINTYPE_ADMIN_PORT: '0' }, /listening on http:\/\/localhost:(\d+)/);
+    // Node refuses --cpu-prof in NODE_OPTIONS: a profiled service is started by node itself.
+    const profile = values['cpu-prof'] === undefined ? [] : [process.execPath, '--cpu-prof', `--cpu-prof-dir=${path.resolve(values['cpu-prof'])}`];
+    const service = await spawnUntilPort('/usr/bin/env', ['-u', 'NODE_OPTIONS', ...profile, TINTYPE, 'start'], { ...env, PORT: '0', TINTYPE_ADMIN_PORT: '0' }, /listening on http:\/\/localhost:(\d+)/);
     children.push(service.child);
     const keyOut = await new Promise<string>((resolve, reject) => {
       const c = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'keys', 'create', '--plan', 'bench'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -176,14 +301,12 @@ async function main(): Promise<void> {
       c.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error('keys create failed'))));
     });
     const secret = /^secret: (\S+)$/m.exec(keyOut)![1]!;
-    const edge: Target = { name: 'edge', port: service.port, headers: { authorization: `Bearer ${secret}` } };
+    const edge: Target = { name: 'edge', port: service.port, hit: requestBytes(service.port, secret, 'hit'), ping: requestBytes(service.port, secret, 'ping') };
 
     // The first call renders; every later identical call is a hit. Record both answers for the baseline.
-    const warm = new http.Agent({ keepAlive: true });
-    const first = await hit(warm, edge);
-    const aHit = await hit(warm, edge);
-    const aPing = await ping(warm, edge);
-    warm.destroy();
+    const first = await fullRequest(edge.port, edge.hit);
+    const aHit = await fullRequest(edge.port, edge.hit);
+    const aPing = await fullRequest(edge.port, edge.ping);
     if (first.status !== 200 || aHit.headers['x-cache'] !== 'hit' || aPing.status !== 200) {
       throw new Error(`the service did not answer as expected: ${first.status}, x-cache ${String(aHit.headers['x-cache'])}, ping ${aPing.status}`);
     }
@@ -194,52 +317,70 @@ async function main(): Promise<void> {
     }));
     const bareProc = await spawnUntilPort(process.execPath, ['--import', 'tsx', path.join(HERE, 'run.ts'), 'edge', '--bare', answersFile], { ...env, NODE_OPTIONS: '' }, /bare listening on (\d+)/);
     children.push(bareProc.child);
-    const bare: Target = { name: 'bare koa', port: bareProc.port, headers: {} };
-    console.log(`tintype start on :${edge.port}; bare Koa on :${bare.port}; ${connections} connections, ${seconds} s of each throughput kind and ${latencyRequests} sequential requests per target, in ${ROUNDS} alternating rounds`);
+    // The same request bytes (key included) go to the bare server.
+    const bare: Target = { name: 'bare koa', port: bareProc.port, hit: requestBytes(bareProc.port, secret, 'hit'), ping: requestBytes(bareProc.port, secret, 'ping') };
+    const pids = new Map([[edge.name, service.child.pid!], [bare.name, bareProc.child.pid!]]);
+    console.log(`tintype start on :${edge.port}; bare Koa on :${bare.port}; answer ${aHit.body.length} bytes; ${connections} connections, ${seconds} s of hits and of pings and ${latencyRequests} sequential hits per target, in ${ROUNDS} alternating rounds`);
 
-    // Warm both a little, then measure in alternating rounds, so load from elsewhere on this
-    // shared machine falls on both alike; samples and counts are pooled over the rounds.
-    await latency(edge, hit, 200);
-    await latency(bare, hit, 200);
-    const pooled = new Map<string, { samples: number[]; hits: number; pings: number; secs: number; bad: number }>();
-    for (const t of [bare, edge]) pooled.set(t.name, { samples: [], hits: 0, pings: 0, secs: 0, bad: 0 });
+    // Warm both, then measure in alternating rounds, so load from elsewhere on this shared
+    // machine falls on both alike; samples and counts are pooled over the rounds.
+    for (const t of [edge, bare]) {
+      await latency(t, 'hit', 300);
+      await throughput(t, pids.get(t.name)!, 'hit', connections, 1);
+    }
+    const pooled = new Map<string, Pooled>();
+    for (const t of [bare, edge]) pooled.set(t.name, { samples: [], hits: [], pings: [], bad: 0 });
     for (let round = 0; round < ROUNDS; round++) {
       for (const t of round % 2 === 0 ? [bare, edge] : [edge, bare]) {
         const acc = pooled.get(t.name)!;
-        const l = await latency(t, hit, Math.ceil(latencyRequests / ROUNDS));
-        const h = await throughput(t, hit, connections, seconds / ROUNDS);
-        const p = await throughput(t, ping, connections, seconds / ROUNDS);
+        const l = await latency(t, 'hit', Math.ceil(latencyRequests / ROUNDS));
+        const h = await throughput(t, pids.get(t.name)!, 'hit', connections, seconds / ROUNDS);
+        const p = await throughput(t, pids.get(t.name)!, 'ping', connections, seconds / ROUNDS);
         acc.samples.push(...l.samples);
-        acc.hits += h.perSec;
-        acc.pings += p.perSec;
+        acc.hits.push(h);
+        acc.pings.push(p);
         acc.bad += l.bad + h.bad + p.bad;
       }
     }
-    const figures: Record<string, { hitP50: number; hitP99: number; hitsPerSec: number; pingsPerSec: number; bad: number }> = {};
+    const load1 = os.loadavg();
+    const figures = new Map<string, { hitP50: number; hitP99: number; hits: ReturnType<typeof summarise>; pings: ReturnType<typeof summarise>; bad: number }>();
     for (const t of [bare, edge]) {
       const acc = pooled.get(t.name)!;
-      const f = { hitP50: percentile(acc.samples, 50), hitP99: percentile(acc.samples, 99), hitsPerSec: acc.hits / ROUNDS, pingsPerSec: acc.pings / ROUNDS, bad: acc.bad };
-      figures[t.name] = f;
-      console.log(`${t.name.padEnd(9)} cache hit p50 ${round2(f.hitP50)} ms, p99 ${round2(f.hitP99)} ms; ${Math.round(f.hitsPerSec)} hits/s; ${Math.round(f.pingsPerSec)} pings/s; non-200 answers: ${f.bad}`);
+      const f = { hitP50: percentile(acc.samples, 50), hitP99: percentile(acc.samples, 99), hits: summarise(acc.hits), pings: summarise(acc.pings), bad: acc.bad };
+      figures.set(t.name, f);
+      console.log(`${t.name.padEnd(9)} cache hit p50 ${round2(f.hitP50)} ms, p99 ${round2(f.hitP99)} ms; ${Math.round(f.hits.perSec)} hits/s; ${Math.round(f.pings.perSec)} pings/s; non-200 answers: ${f.bad}`);
+      console.log(`${''.padEnd(9)} server CPU per hit ${round2(f.hits.serverMsPerCall * 1000) / 1000} ms (${round2(f.hits.serverCores)} cores busy), per ping ${round2(f.pings.serverMsPerCall * 1000) / 1000} ms; client CPU per hit ${round2(f.hits.clientMsPerCall * 1000) / 1000} ms (${round2(f.hits.clientCores)} cores)`);
     }
-    const e = figures['edge']!;
-    const b = figures['bare koa']!;
-    const addedP50 = (e.hitP50 - b.hitP50) / b.hitP50;
-    console.log(`edge over bare: p50 +${round2(addedP50 * 100)} %, hits/s ×${round2(e.hitsPerSec / b.hitsPerSec)}, pings/s ×${round2(e.pingsPerSec / b.pingsPerSec)}`);
-    console.log(`targets: hit p50 ≤ 3 ms: ${e.hitP50 <= 3 ? 'met' : 'missed'}; ≥ 1,000 hits/s: ${e.hitsPerSec >= 1000 ? 'met' : 'missed'}; edge adds ≤ 30 %: ${addedP50 <= 0.3 ? 'met' : 'missed'}`);
+    const e = figures.get('edge')!;
+    const b = figures.get('bare koa')!;
+    const added = {
+      p50: pct(e.hitP50, b.hitP50),
+      cpuPerHit: pct(e.hits.serverMsPerCall, b.hits.serverMsPerCall),
+      hitsPerSec: pct(b.hits.perSec, e.hits.perSec),
+    };
+    console.log(`edge over bare: hit p50 +${added.p50} %, server CPU per hit +${added.cpuPerHit} %, time per hit at full load +${added.hitsPerSec} %`);
+    console.log(`load average before ${load0.map((x) => round2(x)).join(' ')}, after ${load1.map((x) => round2(x)).join(' ')}`);
+    console.log(`targets: hit p50 ≤ 3 ms: ${e.hitP50 <= 3 ? 'met' : 'missed'}; ≥ 1,000 hits/s: ${e.hits.perSec >= 1000 ? 'met' : 'missed'}; edge adds ≤ 30 % (hit p50): ${added.p50 <= 30 ? 'met' : 'missed'}`);
     console.log(JSON.stringify({
       bench: 'edge',
       hit_p50_ms: round2(e.hitP50),
       hit_p99_ms: round2(e.hitP99),
-      hits_per_s: Math.round(e.hitsPerSec),
-      pings_per_s: Math.round(e.pingsPerSec),
+      hits_per_s: Math.round(e.hits.perSec),
+      pings_per_s: Math.round(e.pings.perSec),
+      server_cpu_ms_per_hit: round2(e.hits.serverMsPerCall * 1000) / 1000,
+      server_cpu_ms_per_ping: round2(e.pings.serverMsPerCall * 1000) / 1000,
       non_200: e.bad,
-      baseline: 'bare koa, same bytes',
+      baseline: 'bare koa, same request and answer bytes',
       baseline_hit_p50_ms: round2(b.hitP50),
       baseline_hit_p99_ms: round2(b.hitP99),
-      baseline_hits_per_s: Math.round(b.hitsPerSec),
-      baseline_pings_per_s: Math.round(b.pingsPerSec),
-      edge_added_p50_pct: round2(addedP50 * 100),
+      baseline_hits_per_s: Math.round(b.hits.perSec),
+      baseline_pings_per_s: Math.round(b.pings.perSec),
+      baseline_server_cpu_ms_per_hit: round2(b.hits.serverMsPerCall * 1000) / 1000,
+      edge_added_p50_pct: added.p50,
+      edge_added_cpu_per_hit_pct: added.cpuPerHit,
+      client_cpu_ms_per_hit: round2(e.hits.clientMsPerCall * 1000) / 1000,
+      client_cores_during_bare_hits: round2(b.hits.clientCores),
+      load_avg_1m: [round2(load0[0]!), round2(load1[0]!)],
       connections,
       seconds,
     }));
