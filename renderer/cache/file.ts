@@ -2,13 +2,15 @@
  * The file render cache under TINTYPE_DATA_DIR (spec Part 8: 24-hour lifetime; DESIGN.md §3).
  * Each entry is one file named by a hash of its key, written to a temporary name and renamed,
  * so a reader never sees half an entry. The total size is bounded (TINTYPE_CACHE_MAX_BYTES):
- * past it, the oldest entries go first. Expiry is read against an injected clock.
+ * past it, the oldest entries go first. Expiry is read against an injected clock. The most
+ * recently used entries are also held in memory (hot.ts), so a repeated hit reads no file.
  */
 import { randomBytes, createHash } from 'node:crypto';
 import { mkdir, open, readFile, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../lib/log.ts';
 import { CACHE_TTL_MS, type CachedFile, type RenderCache } from './cache.ts';
+import { DEFAULT_HOT_BYTES, HotEntries } from './hot.ts';
 
 export interface FileCacheOptions {
   dir: string;
@@ -16,6 +18,8 @@ export interface FileCacheOptions {
   logger: Logger;
   now?: () => number;
   ttlMs?: number;
+  /** Bytes of entries also held in memory; DEFAULT_HOT_BYTES (at most maxBytes) by default, 0 for none. */
+  hotBytes?: number;
 }
 
 interface Header {
@@ -83,6 +87,7 @@ export class FileCache implements RenderCache {
   private readonly entries = new Map<string, Entry>();
   private total = 0;
   private started = false;
+  private readonly hot: HotEntries;
 
   constructor(options: FileCacheOptions) {
     this.dir = options.dir;
@@ -90,6 +95,7 @@ export class FileCache implements RenderCache {
     this.logger = options.logger;
     this.now = options.now ?? Date.now;
     this.ttlMs = options.ttlMs ?? CACHE_TTL_MS;
+    this.hot = new HotEntries(options.hotBytes ?? Math.min(DEFAULT_HOT_BYTES, options.maxBytes));
   }
 
   /** Bytes currently held, headers included. */
@@ -126,6 +132,7 @@ export class FileCache implements RenderCache {
 
   async stop(): Promise<void> {
     this.started = false;
+    this.hot.clear();
   }
 
   healthy(): boolean {
@@ -134,6 +141,14 @@ export class FileCache implements RenderCache {
 
   async get(key: string): Promise<CachedFile | undefined> {
     const name = fileName(key);
+    const hot = this.hot.get(name);
+    if (hot !== undefined && hot.key === key) {
+      if (hot.expiresAt <= this.now()) {
+        await this.remove(name);
+        return undefined;
+      }
+      return { body: hot.body, contentType: hot.contentType };
+    }
     let buf: Buffer;
     try {
       buf = await readFile(path.join(this.dir, name));
@@ -146,12 +161,16 @@ export class FileCache implements RenderCache {
       await this.remove(name);
       return undefined;
     }
-    return { body: buf.subarray(decoded.bodyStart), contentType: decoded.header.contentType };
+    const body = buf.subarray(decoded.bodyStart);
+    // Only an entry the size bound still counts is held hot, so eviction reaches it too.
+    if (this.entries.has(name)) this.hot.set(name, { key, body, contentType: decoded.header.contentType, expiresAt: decoded.header.expiresAt });
+    return { body, contentType: decoded.header.contentType };
   }
 
   async set(key: string, file: CachedFile): Promise<void> {
     const name = fileName(key);
-    const data = encode({ key, contentType: file.contentType, expiresAt: this.now() + this.ttlMs }, file.body);
+    const expiresAt = this.now() + this.ttlMs;
+    const data = encode({ key, contentType: file.contentType, expiresAt }, file.body);
     if (data.length > this.maxBytes) return; // would evict everything and still not fit
     const temp = path.join(this.dir, `${TEMP_PREFIX}${name}-${randomBytes(6).toString('hex')}`);
     try {
@@ -162,7 +181,9 @@ export class FileCache implements RenderCache {
       await unlink(temp).catch(() => undefined);
       return;
     }
-    this.track(name, { size: data.length, expiresAt: this.now() + this.ttlMs });
+    this.track(name, { size: data.length, expiresAt });
+    // Held hot only once the file is in place: a reader sees the old entry or the new one, whole.
+    this.hot.set(name, { key, body: data.subarray(data.length - file.body.length), contentType: file.contentType, expiresAt });
     await this.evict();
   }
 
@@ -177,6 +198,7 @@ export class FileCache implements RenderCache {
   }
 
   private async remove(name: string): Promise<void> {
+    this.hot.delete(name);
     const old = this.entries.get(name);
     if (old !== undefined) {
       this.total -= old.size;

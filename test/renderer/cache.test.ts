@@ -5,6 +5,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { createLogger } from '../../lib/log.ts';
 import { CACHE_TTL_MS, FileCache, RedisCache, type RenderCache } from '../../renderer/cache/index.ts';
+import { HotEntries } from '../../renderer/cache/hot.ts';
 
 const logger = createLogger('test', { sink: () => undefined });
 const REDIS_URL = 'redis://127.0.0.1:6379';
@@ -37,6 +38,52 @@ t.test('file cache', async (t) => {
     await c.start();
     return c;
   }));
+
+  t.test('contract, with no entry held in memory', (t) => contract(t, async () => {
+    const c = new FileCache({ dir: path.join(dir, 'cold'), maxBytes: 10_000_000, logger, hotBytes: 0 });
+    await c.start();
+    return c;
+  }));
+
+  t.test('a hit on a hot entry reads no file; a cold one is read, then held', async (t) => {
+    const d = path.join(dir, 'hot');
+    const c = new FileCache({ dir: d, maxBytes: 1_000_000, logger });
+    await c.start();
+    await c.set('k', png(100));
+    const [name] = await readdir(d);
+    await writeFile(path.join(d, name!), 'overwritten behind the cache');
+    t.same((await c.get('k'))?.body, Buffer.alloc(100, 7), 'served from memory');
+    await c.stop();
+    const again = new FileCache({ dir: d, maxBytes: 1_000_000, logger });
+    await again.start();
+    t.equal(await again.get('k'), undefined, 'after a restart the file is read, and a bad one is a miss');
+    await again.set('k', png(50));
+    await again.stop();
+    const third = new FileCache({ dir: d, maxBytes: 1_000_000, logger });
+    await third.start();
+    t.same((await third.get('k'))?.body, Buffer.alloc(50, 7), 'read from the file');
+    await rm(path.join(d, name!));
+    t.same((await third.get('k'))?.body, Buffer.alloc(50, 7), 'then held in memory');
+  });
+
+  t.test('hot entries: least recently used leave first, within the bound', (t) => {
+    const h = new HotEntries(3_000);
+    const e = (n: number) => ({ key: 'k', body: Buffer.alloc(n), contentType: 'image/png', expiresAt: 1 });
+    h.set('a', e(300));
+    h.set('b', e(300));
+    h.get('a');
+    for (let i = 0; i < 9; i++) h.set(`x${i}`, e(300));
+    t.ok(h.get('a'), 'a used entry stays');
+    t.equal(h.get('b'), undefined, 'the least recently used went');
+    t.ok(h.size() <= 3_000, 'within the bound');
+    h.set('big', e(376));
+    t.equal(h.get('big'), undefined, 'an entry over an eighth of the bound is not held');
+    h.delete('a');
+    t.equal(h.get('a'), undefined);
+    h.clear();
+    t.equal(h.size(), 0);
+    t.end();
+  });
 
   t.test('24-hour expiry on a fake clock', async (t) => {
     let now = 1_000_000;
