@@ -5,6 +5,11 @@
  * each card's time from arrival to answer (waiting included). A thread that crashes or overruns
  * is replaced; the card it held is answered 502 `render_failed` or 504 `render_timeout`, never
  * left hanging.
+ *
+ * Threads are started as cards need them (issue 5, memory: a warm thread holds tens of MB):
+ * `start()` starts `minThreads` (default 1) and resolves once each has drawn its warm-up cards,
+ * which proves a thread can draw; a card that finds every thread busy starts one more, up to
+ * `threads`; a thread above `minThreads` that has drawn nothing for `idleMs` ends.
  */
 import { Worker } from 'node:worker_threads';
 import { ServiceError } from '../../lib/errors.ts';
@@ -14,8 +19,12 @@ import type { DrawRequest, ThreadMessage } from './worker-protocol.ts';
 
 /** Settings of the pool; each has a default fit for a small renderer. */
 export interface OgPoolOptions {
-  /** Drawing threads (TINTYPE_OG_THREADS). Default 2. */
+  /** Most drawing threads (TINTYPE_OG_THREADS). Default 2. */
   threads?: number;
+  /** Threads kept warm even when idle, started by `start()`. Default 1 (at most `threads`). */
+  minThreads?: number;
+  /** A thread above `minThreads` idle this long ends. Default 60 s. */
+  idleMs?: number;
   /** Cards that may wait for a thread (TINTYPE_OG_QUEUE); one more is 503 `busy`. Default 64. */
   maxQueue?: number;
   /** Longest a card may take from `draw()` to its PNG, waiting included. Default 10 s. */
@@ -28,7 +37,10 @@ export interface OgPoolOptions {
 
 /** Counters for metrics and tests. */
 export interface OgPoolStats {
+  /** Threads running now (started, warming up or drawing). */
   threads: number;
+  /** The most threads the pool may start. */
+  maxThreads: number;
   ready: number;
   busy: number;
   queued: number;
@@ -59,8 +71,10 @@ interface Thread {
   worker: Worker;
   ready: boolean;
   job: Job | undefined;
-  /** Set when the pool ended this thread on purpose (overrun, stop). */
+  /** Set when the pool ended this thread on purpose (overrun, idle, stop). */
   ending: boolean;
+  /** Ends the thread when it stays idle (threads above the minimum only). */
+  idle: NodeJS.Timeout | undefined;
 }
 
 const DEFAULT_ENTRY = new URL('./worker.ts', import.meta.url);
@@ -72,21 +86,27 @@ function bootstrap(entry: URL): string {
   return `import(${JSON.stringify(TSX_API)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); });`;
 }
 
-/** Creates the pool; `start()` spawns its threads and resolves once every one is warm. */
+/** Creates the pool; `start()` spawns its first threads and resolves once each is warm. */
 export function createOgPool(options: OgPoolOptions = {}): OgPool {
   const size = options.threads ?? 2;
+  const minThreads = Math.min(size, options.minThreads ?? 1);
+  const idleMs = options.idleMs ?? 60_000;
   const maxQueue = options.maxQueue ?? 64;
   const timeoutMs = options.drawTimeoutMs ?? 10_000;
   const entry = options.entry ?? DEFAULT_ENTRY;
   const respawnDelayMs = options.respawnDelayMs ?? 1_000;
   if (!Number.isInteger(size) || size < 1) throw new RangeError('threads must be a whole number of at least 1');
   if (!Number.isInteger(maxQueue) || maxQueue < 0) throw new RangeError('maxQueue must be a whole number of at least 0');
+  if (!Number.isInteger(minThreads) || minThreads < 1) throw new RangeError('minThreads must be a whole number of at least 1');
 
   const threads = new Set<Thread>();
   const queue: Job[] = [];
   let running = false;
   let nextId = 1;
   let replaced = 0;
+  // When a thread last died before it was ready: no new thread starts within respawnDelayMs of
+  // it, so a broken set-up cannot spin however many cards arrive.
+  let setupFailedAt = -Infinity;
   const respawns = new Set<NodeJS.Timeout>();
 
   function settle(job: Job): void {
@@ -96,12 +116,52 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
 
   function pump(): void {
     for (const t of threads) {
-      if (queue.length === 0) return;
       if (!t.ready || t.job !== undefined || t.ending) continue;
+      if (queue.length === 0) {
+        idleSoon(t);
+        continue;
+      }
+      clearTimeout(t.idle);
+      t.idle = undefined;
       const job = queue.shift()!;
       t.job = job;
       t.worker.postMessage({ id: job.id, card: job.card } satisfies DrawRequest);
     }
+  }
+
+  function counts(): { live: number; starting: number; ready: number } {
+    let live = 0;
+    let starting = 0;
+    for (const t of threads) {
+      if (t.ending) continue;
+      live++;
+      if (!t.ready) starting++;
+    }
+    return { live, starting, ready: live - starting };
+  }
+
+  // A free thread above the minimum ends after idleMs without a card.
+  function idleSoon(t: Thread): void {
+    if (t.idle !== undefined || idleMs === Infinity) return;
+    t.idle = setTimeout(() => {
+      t.idle = undefined;
+      if (!running || t.ending || t.job !== undefined || counts().live <= minThreads) return;
+      t.ending = true;
+      void t.worker.terminate();
+    }, idleMs);
+    t.idle.unref();
+  }
+
+  // Keeps the minimum running, and starts one more thread when cards wait beyond what the
+  // threads already warming up will take. `afterDelay`: called by the respawn timer itself.
+  function ensure(afterDelay = false): void {
+    if (!running || (!afterDelay && Date.now() - setupFailedAt < respawnDelayMs)) return;
+    let c = counts();
+    while (c.live < minThreads) {
+      spawn().catch(() => undefined);
+      c = counts();
+    }
+    if (queue.length > c.starting && c.live < size) spawn().catch(() => undefined);
   }
 
   function spawn(): Promise<void> {
@@ -112,7 +172,7 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
       stdout: false,
       stderr: false,
     });
-    const thread: Thread = { worker, ready: false, job: undefined, ending: false };
+    const thread: Thread = { worker, ready: false, job: undefined, ending: false, idle: undefined };
     threads.add(thread);
     return new Promise<void>((resolveReady, rejectReady) => {
       worker.on('message', (m: ThreadMessage) => {
@@ -138,6 +198,7 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
       });
       worker.on('exit', () => {
         threads.delete(thread);
+        clearTimeout(thread.idle);
         const job = thread.job;
         thread.job = undefined;
         if (job !== undefined) {
@@ -148,10 +209,11 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
         if (!running || thread.ending) return;
         // Spec Part 7: a crash answers its own card 502; the pool heals for the next ones.
         replaced++;
+        if (!thread.ready) setupFailedAt = Date.now();
         const delay = thread.ready ? 0 : respawnDelayMs;
         const timer = setTimeout(() => {
           respawns.delete(timer);
-          if (running) spawn().catch(() => undefined);
+          ensure(true);
         }, delay);
         respawns.add(timer);
       });
@@ -170,7 +232,7 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
           void t.worker.terminate();
           replaced++;
           t.ending = true;
-          if (running) spawn().catch(() => undefined);
+          ensure();
         }
       }
     }
@@ -183,7 +245,7 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
       if (running) return;
       running = true;
       try {
-        await Promise.all(Array.from({ length: size }, () => spawn()));
+        await Promise.all(Array.from({ length: minThreads }, () => spawn()));
       } catch (err) {
         await this.stop();
         throw err;
@@ -201,6 +263,7 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
       // Cards already on a thread finish (each is bounded by its own time limit), then threads end.
       await Promise.all([...threads].map((t) => t.job?.done));
       await Promise.all([...threads].map((t) => {
+        clearTimeout(t.idle);
         t.ending = true;
         return t.worker.terminate();
       }));
@@ -217,7 +280,9 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
       if (!running) return Promise.reject(new ServiceError('busy'));
       if (signal?.aborted) return Promise.reject(new ServiceError('render_failed'));
       const idle = [...threads].some((t) => t.ready && t.job === undefined && !t.ending);
-      if (!idle && queue.length >= maxQueue) return Promise.reject(new ServiceError('busy'));
+      // Threads not started or still warming up count as places too: with all of them the pool
+      // takes as many cards at once as a pool that started every thread up front.
+      if (!idle && queue.length >= maxQueue + size - counts().ready) return Promise.reject(new ServiceError('busy'));
       let job!: Job;
       const answer = new Promise<Buffer>((resolve, reject) => {
         job = {
@@ -245,6 +310,7 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
       signal?.addEventListener('abort', job.onAbort, { once: true });
       queue.push(job);
       pump();
+      ensure();
       return answer;
     },
 
@@ -255,7 +321,7 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
         if (t.ready && !t.ending) ready++;
         if (t.job !== undefined) busy++;
       }
-      return { threads: threads.size, ready, busy, queued: queue.length, replaced };
+      return { threads: threads.size, maxThreads: size, ready, busy, queued: queue.length, replaced };
     },
   };
 }

@@ -15,6 +15,10 @@ async function untilReady(pool: { stats(): { ready: number } }, want: number): P
   while (pool.stats().ready < want) await new Promise((r) => setTimeout(r, 20));
 }
 
+async function until(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((r) => setTimeout(r, 20));
+}
+
 async function codeOf(p: Promise<unknown>): Promise<string> {
   try {
     await p;
@@ -30,7 +34,7 @@ t.test('the drawer parses, keys and draws 1200 x 630 PNGs on worker threads', as
   await og.start();
   t.teardown(() => og.stop());
   t.ok(og.healthy());
-  t.match(og.stats(), { threads: 2, ready: 2, busy: 0, queued: 0, replaced: 0 });
+  t.match(og.stats(), { threads: 1, maxThreads: 2, ready: 1, busy: 0, queued: 0, replaced: 0 }, 'one warm thread; more as cards need them');
   const parsed = og.parse(new URLSearchParams('template=stat&title=Uptime&statValue=99.9%25&statLabel=last%2030%20days'));
   t.match(og.key(parsed), /^og:v\d+:[0-9a-f]{64}$/);
   const pngs = await Promise.all([parsed, card('one'), card('two'), card('three')].map((c) => og.draw(c)));
@@ -41,6 +45,51 @@ t.test('the drawer parses, keys and draws 1200 x 630 PNGs on worker threads', as
   }
   t.not(Buffer.compare(pngs[1]!, pngs[2]!), 0, 'different cards, different pictures');
   t.equal(Buffer.compare(await og.draw(card('one')), pngs[1]!), 0, 'the same card draws the same bytes');
+});
+
+t.test('a card that finds every thread busy starts one more, up to threads; an idle extra thread ends', async (t) => {
+  const pool = createOgPool({ threads: 2, entry: FAULTY, drawTimeoutMs: 4_000, idleMs: 300 });
+  await pool.start();
+  t.teardown(() => pool.stop());
+  t.match(pool.stats(), { threads: 1, ready: 1 });
+  const stuck = pool.draw(card('hang'));
+  const second = pool.draw(card('drawn by the second thread'));
+  t.equal(pool.stats().threads, 2, 'a waiting card starts a second thread');
+  const more = [pool.draw(card('c')), pool.draw(card('d'))];
+  t.equal(pool.stats().threads, 2, 'never more than threads');
+  t.equal(await codeOf(second), 'ok', 'the new thread warms up and draws while the first is stuck');
+  for (const m of more) t.equal(await codeOf(m), 'ok');
+  t.equal(await codeOf(stuck), 'render_timeout');
+  // The stuck thread was ended; the second one is the minimum now and stays.
+  await until(() => pool.stats().threads === 1 && pool.stats().ready === 1);
+  t.equal(await codeOf(pool.draw(card('fine'))), 'ok');
+});
+
+t.test('an extra thread ends after idleMs; the minimum stays warm', async (t) => {
+  const pool = createOgPool({ threads: 2, entry: FAULTY, drawTimeoutMs: 4_000, idleMs: 200 });
+  await pool.start();
+  t.teardown(() => pool.stop());
+  const stuck = pool.draw(card('hang'));
+  t.equal(await codeOf(pool.draw(card('grow'))), 'ok');
+  t.equal(await codeOf(stuck), 'render_timeout');
+  await until(() => pool.stats().threads === 1);
+  const again = [pool.draw(card('e')), pool.draw(card('f')), pool.draw(card('g'))];
+  t.equal(pool.stats().threads, 2, 'grows again when cards wait');
+  for (const a of again) t.equal(await codeOf(a), 'ok');
+  await until(() => pool.stats().threads === 1);
+  t.ok(pool.healthy(), 'the minimum thread stays and is healthy');
+  t.equal(await codeOf(pool.draw(card('after shrinking'))), 'ok');
+});
+
+t.test('with no queue, threads not yet started still take cards; one more is busy', async (t) => {
+  const pool = createOgPool({ threads: 2, maxQueue: 0, entry: FAULTY, drawTimeoutMs: 2_000 });
+  await pool.start();
+  t.teardown(() => pool.stop());
+  const stuck = pool.draw(card('hang'));
+  const second = pool.draw(card('b'));
+  t.equal(await codeOf(pool.draw(card('one too many'))), 'busy');
+  t.equal(await codeOf(second), 'ok');
+  t.equal(await codeOf(stuck), 'render_timeout');
 });
 
 t.test('a crashed thread answers its card 502 and is replaced', async (t) => {
@@ -130,4 +179,5 @@ t.test('a thread that cannot set up fails start', async (t) => {
 t.test('settings are checked', async (t) => {
   t.throws(() => createOgPool({ threads: 0 }), RangeError);
   t.throws(() => createOgPool({ maxQueue: -1 }), RangeError);
+  t.throws(() => createOgPool({ minThreads: 0 }), RangeError);
 });
