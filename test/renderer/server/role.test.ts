@@ -1,0 +1,95 @@
+/**
+ * createRendererRole with the options `tintype start` embeds it with (bin/commands/renderer.ts):
+ * it listens on the host it is given (loopback: the renderer trusts any well-formed lease, so
+ * only the edge may reach it), starts its own guard on a private socket even when GUARD_URL
+ * names one, and settles to TINTYPE_POLICY_URL over kept-alive HTTP, retrying a failed attempt.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { createRendererRole } from '../../../bin/commands/renderer.ts';
+import { loadConfig } from '../../../lib/config.ts';
+import { createLogger } from '../../../lib/log.ts';
+import { SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
+import { SITE_HOST, newLease, pngSize, post, startSite, until } from './harness.ts';
+
+const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-role-'));
+t.teardown(() => rm(dir, { recursive: true, force: true }));
+
+// A stand-in for policy's settle endpoint: the first attempt fails, as a policy restarting would.
+const settles: SettleRequest[] = [];
+let attempts = 0;
+let connections = 0;
+const policy = http.createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    if (req.method !== 'POST' || req.url !== SETTLE_PATH) return res.writeHead(404).end();
+    attempts += 1;
+    if (attempts === 1) return res.writeHead(500).end();
+    settles.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+    res.writeHead(204).end();
+  });
+});
+policy.on('connection', () => (connections += 1));
+await new Promise<void>((r) => policy.listen(0, '127.0.0.1', r));
+t.teardown(() => new Promise<void>((r) => policy.close(() => r())));
+
+const site = await startSite((_req, res) => {
+  res.writeHead(200, { 'content-type': 'text/html' });
+  res.end('<!doctype html><p>role</p>');
+});
+t.teardown(() => site.close());
+
+const config = loadConfig({
+  PORT: '0',
+  TINTYPE_ADMIN_PORT: '0',
+  TINTYPE_DATA_DIR: dir,
+  TINTYPE_LOG_LEVEL: 'error',
+  GUARD_ALLOW_CIDRS: `${SITE_HOST}/32`,
+  // Nothing listens here: a render can only work through the role's own guard.
+  GUARD_URL: 'http://127.0.0.1:9',
+  TINTYPE_POLICY_URL: `http://127.0.0.1:${(policy.address() as AddressInfo).port}`,
+});
+const role = await createRendererRole(config, createLogger('role-test', { level: 'error' }), { host: '127.0.0.1', ownGuard: true });
+await role.start();
+t.teardown(() => role.stop());
+await until(() => role.ready(), 'the self-test to pass', 60_000);
+
+t.test('listens on the host it is given, the public and the admin port alike', async (t) => {
+  t.equal(role.server.address().address, '127.0.0.1');
+  t.equal(role.server.adminAddress().address, '127.0.0.1');
+  t.ok(role.healthy());
+  t.ok(role.ready(), 'ready once the self-test passed');
+});
+
+t.test('renders through its own guard and settles to policy, retrying a failed attempt', async (t) => {
+  const h = { base: `http://127.0.0.1:${role.server.address().port}` };
+  const lease = newLease();
+  const a = await post(h, 'screenshot', { url: `${site.origin}/`, width: 32, height: 24 }, { lease });
+  t.equal(a.status, 200, 'rendered although GUARD_URL names nothing');
+  t.same(pngSize(a.body), { width: 32, height: 24 });
+  await until(() => settles.length === 1, 'the settle', 10_000);
+  t.equal(attempts, 2, 'the failed attempt was retried');
+  t.same(settles[0], { lease, status: 200, cache: 'miss' });
+
+  const second = newLease();
+  const b = await post(h, 'screenshot', { url: `${site.origin}/`, width: 32, height: 24 }, { lease: second });
+  t.equal(b.status, 200);
+  t.equal(b.headers.get('x-cache'), 'hit');
+  await until(() => settles.length === 2, 'the second settle', 10_000);
+  t.same(settles[1], { lease: second, status: 200, cache: 'hit' });
+  t.equal(connections, 1, 'the settles shared one kept-alive connection');
+});
+
+t.test('stop() stops every part', async (t) => {
+  const base = `http://127.0.0.1:${role.server.address().port}`;
+  await role.stop();
+  t.notOk(role.healthy());
+  t.notOk(role.ready());
+  t.notOk(role.server.healthy(), 'the server is closed');
+  await t.rejects(fetch(`${base}/v1/ping`), 'no longer listening');
+});
