@@ -1,5 +1,5 @@
 import t from 'tap';
-import { SECRET_SHAPE, hashSecret, lookupHash, newSecret } from '../../policy/secrets.ts';
+import { SECRET_SHAPE, hashSecret, lookupHash, newLeaseId, newSecret } from '../../policy/secrets.ts';
 
 t.test('secrets: sk_ and 32 random bytes, URL-safe; stored as a hash', async (t) => {
   const seen = new Set<string>();
@@ -22,4 +22,11 @@ t.test('every header gives something to look up, and malformed ones match no iss
     t.match(v, /^[0-9a-f]{64}$/, String(h === undefined ? 'missing' : JSON.stringify(h).replace(s, 'SECRET')));
     t.not(v, hashSecret(s));
   }
+});
+
+t.test('lease ids: 128 random bits in base64url, none repeated across refills of the random pool', (t) => {
+  const ids = Array.from({ length: 2_000 }, () => newLeaseId());
+  t.same(ids.filter((id) => !/^[A-Za-z0-9_-]{22}$/.test(id)), [], 'every id is 22 base64url characters (16 bytes)');
+  t.equal(new Set(ids).size, 2_000, 'no repeats');
+  t.end();
 });
