@@ -62,8 +62,15 @@ export function emojiFiles(cluster: string): string[] | undefined {
   return parts.length > 0 ? parts : undefined;
 }
 
+// Both caches are bounded in bytes (STYLE.md habit 5; issue 5 memory): text of many different
+// emoji would otherwise keep every image decoded at every size for the thread's life. Past the
+// bound a cache starts over.
+const MAX_DECODED_BYTES = 8 * 1024 * 1024;
+const MAX_SCALED_BYTES = 16 * 1024 * 1024;
 const decoded = new Map<string, RgbaImage>();
 const scaled = new Map<string, RgbaImage>();
+let decodedBytes = 0;
+let scaledBytes = 0;
 
 /** The emoji image scaled to `size` pixels square, cached per file and size. */
 export function emojiImage(file: string, size: number): RgbaImage {
@@ -73,11 +80,20 @@ export function emojiImage(file: string, size: number): RgbaImage {
   let source = decoded.get(file);
   if (source === undefined) {
     source = decodePng(readFileSync(path.join(DIR, file)));
+    if (decodedBytes + source.data.length > MAX_DECODED_BYTES) {
+      decoded.clear();
+      decodedBytes = 0;
+    }
     decoded.set(file, source);
+    decodedBytes += source.data.length;
   }
   image = resample(source, size);
-  if (scaled.size > 4000) scaled.clear();
+  if (scaledBytes + image.data.length > MAX_SCALED_BYTES) {
+    scaled.clear();
+    scaledBytes = 0;
+  }
   scaled.set(key, image);
+  scaledBytes += image.data.length;
   return image;
 }
 

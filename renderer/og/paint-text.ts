@@ -11,8 +11,10 @@ import type { Line } from './wrap.ts';
 import type { Rect, Rgb, Surface } from './surface.ts';
 
 const SUBPIXEL = 4;
-// Bound on cached mask bytes per worker; the cache starts over when it is exceeded.
-const MAX_CACHE_BYTES = 64 * 1024 * 1024;
+// Bound on cached mask bytes per worker; the cache starts over when it is exceeded. A Latin
+// card's masks take a few hundred kB, so this holds the working set of many scripts at once
+// while a thread stays small (issue 5: the renderer's memory bound counts these threads).
+const MAX_CACHE_BYTES = 32 * 1024 * 1024;
 const masks = new Map<string, Mask | null>();
 let cacheBytes = 0;
 

@@ -43,7 +43,7 @@ const parseGlyf = (fromPureimage('opentype.js/src/tables/glyf.js') as { parse: G
 
 // Built glyphs kept per face; past this many the face starts over (STYLE.md habit 5: bounded).
 // Glyphs still referenced by shaped text stay valid: they are plain objects.
-const MAX_GLYPHS_PER_FACE = 4096;
+const MAX_GLYPHS_PER_FACE = 2048;
 
 interface Directory {
   unitsPerEm: number;
