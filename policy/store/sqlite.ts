@@ -1,7 +1,8 @@
 /**
  * The SQLite backend (better-sqlite3) for `tintype start` and single-process `tintype policy`.
- * better-sqlite3 is synchronous, so each reservation and settle is one transaction that no other
- * request can interleave with: exact under any number of parallel checks in this process.
+ * better-sqlite3 is synchronous, so each reservation and settle runs whole inside one transaction
+ * that no other request can interleave with: exact under any number of parallel checks in this
+ * process. Those arriving in one event-loop turn share one transaction (groupCommit below).
  *
  * Durability: WAL mode. A settle is answered only after its transaction committed, i.e. after
  * its WAL frames were handed to the kernel with write(); a killed process (kill -9) loses
@@ -186,7 +187,7 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
   let s: ReturnType<typeof prepare> | undefined;
   const st = (): ReturnType<typeof prepare> => (s ??= prepare(db));
 
-  const reserveTx = db.transaction((keyId: string, limits: Limits, r: CheckRequest): { outcome: ReserveOutcome; windowCount: number } => {
+  const reserve = ({ keyId, limits, r }: { keyId: string; limits: Limits; r: CheckRequest }): { outcome: ReserveOutcome; windowCount: number } => {
     const q = st();
     q.ensureState.run(keyId, r.windowStart);
     const state = q.getState.get(keyId) as { window_start: number; window_count: number; in_flight: number };
@@ -202,7 +203,7 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
     if (r.render) q.addInFlight.run(1, keyId);
     q.insertLease.run(r.leaseId, keyId, r.operation, r.render ? 1 : 0, r.month, r.now, r.expiresAt);
     return { outcome: 'granted', windowCount: count };
-  });
+  };
 
   /**
    * Closes a lease: places freed, reservation returned when not metered, and either its usage
@@ -221,7 +222,7 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
       o.metered ? 1 : 0, o.outcome, lease.created_at, o.recordedAt);
   };
 
-  const settleTx = db.transaction((o: SettleOutcome): SettleResult => {
+  const settleOne = (o: SettleOutcome): SettleResult => {
     const q = st();
     const lease = q.getLease.get(o.leaseId) as LeaseRow | undefined;
     if (lease === undefined) {
@@ -231,7 +232,9 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
     const metered = o.metered && o.recorded;
     close(lease, { status: o.status, error: o.error, cache: o.cache, metered, outcome: 'settled', recordedAt: o.now }, o.recorded);
     return 'settled';
-  });
+  };
+  const reserveInGroup = groupCommit(db, reserve);
+  const settleInGroup = groupCommit(db, settleOne);
 
   const expireTx = db.transaction((now: number): number => {
     const q = st();
@@ -278,10 +281,10 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
       if (key === undefined || key.revoked_at !== null) return { outcome: 'unauthorized' };
       const limits = Object.hasOwn(r.plans, key.plan) ? r.plans[key.plan] : undefined;
       if (limits === undefined) return { outcome: 'no_plan', keyId: key.id, plan: key.plan };
-      return { keyId: key.id, limits, ...reserveTx.immediate(key.id, limits, r) };
+      return { keyId: key.id, limits, ...(await reserveInGroup.run({ keyId: key.id, limits, r })) };
     },
     async settle(o) {
-      return settleTx.immediate(o);
+      return settleInGroup.run(o);
     },
     async expire(now) {
       return expireTx.immediate(now);
@@ -303,9 +306,60 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
       probeTx.immediate();
     },
     async close() {
+      reserveInGroup.flush();
+      settleInGroup.flush();
       await checkpointer?.stop();
       if (db.open) db.close();
     },
+  };
+}
+
+/**
+ * Group commit: the reservations (or settles) that arrive in one turn of the event loop run in
+ * one IMMEDIATE transaction, in arrival order, each exactly as it would alone; each caller is
+ * answered only once that transaction committed. Under load most of a commit's cost (writing
+ * the WAL frames of the pages it touched) is then shared: the key's state, month and index
+ * pages are written once for the group. A group that fails for another reason than a lock
+ * wait runs again one item per transaction, so one bad item fails alone; a lock wait that ran
+ * out (STORE_BUDGET_MS) fails the whole group at once, within the same budget.
+ */
+export function groupCommit<I, O>(db: Database.Database, one: (item: I) => O): { run(item: I): Promise<O>; flush(): void } {
+  let queue: Array<{ item: I; resolve: (o: O) => void; reject: (err: unknown) => void }> = [];
+  const all = db.transaction((items: typeof queue) => items.map((p) => one(p.item)));
+  const single = db.transaction(one);
+  const flush = (): void => {
+    const group = queue;
+    queue = [];
+    if (group.length === 0) return;
+    let out: O[];
+    try {
+      out = all.immediate(group);
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      if (group.length === 1 || code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' || !db.open) {
+        for (const p of group) p.reject(err);
+        return;
+      }
+      for (const p of group) {
+        try {
+          p.resolve(single.immediate(p.item));
+        } catch (e) {
+          p.reject(e);
+        }
+      }
+      return;
+    }
+    group.forEach((p, i) => p.resolve(out[i]!));
+  };
+  return {
+    run(item) {
+      return new Promise<O>((resolve, reject) => {
+        // After the I/O callbacks of this turn: every request read in it joins the group.
+        if (queue.length === 0) setImmediate(flush);
+        queue.push({ item, resolve, reject });
+      });
+    },
+    flush,
   };
 }
 
