@@ -5,8 +5,9 @@
  * (spec Part 1 rule 5: nothing survives a render).
  */
 import type { Browser, BrowserContext, Page } from 'puppeteer-core';
+import { newRenderToken } from '../../lib/guard-contract.ts';
 import type { Logger } from '../../lib/log.ts';
-import { contextOptions } from './chromium.ts';
+import { contextOptions, PREPARED_VIEWPORT } from './chromium.ts';
 import type { RelaySet } from './relay-set.ts';
 
 /** A prepared browser context bound to one lane relay. */
@@ -15,6 +16,12 @@ export interface Lane {
   readonly address: string;
   context: BrowserContext | undefined;
   page: Page | undefined;
+  /**
+   * The render token the lane relay stamps on this context's requests, set (and acknowledged)
+   * while the lane was prepared, so a render starts without a round trip to the relay. One per
+   * prepared context: the render that takes the lane owns it. Undefined once the lane is cut.
+   */
+  token: string | undefined;
 }
 
 /** Thrown to lane waiters when their browser died or was retired: they try the current one. */
@@ -52,7 +59,7 @@ export class BrowserInstance {
     /** Fails the whole browser (a context it cannot close means it is no longer trustworthy). */
     private readonly fail: (reason: string) => void,
   ) {
-    this.lanes = relays.laneAddresses.map((address, index) => ({ index, address, context: undefined, page: undefined }));
+    this.lanes = relays.laneAddresses.map((address, index) => ({ index, address, context: undefined, page: undefined, token: undefined }));
   }
 
   /** Starts preparing every lane. */
@@ -186,6 +193,7 @@ export class BrowserInstance {
       let page: Page;
       try {
         page = await context.newPage();
+        await page.setViewport(PREPARED_VIEWPORT);
       } catch (err) {
         await context.close().catch(() => {});
         throw err;
@@ -194,6 +202,20 @@ export class BrowserInstance {
         await context.close().catch(() => {});
         return;
       }
+      // The next render's name, applied before the lane is offered (the relay acknowledges it),
+      // so the render's first request already carries it. Nothing in this context has run yet.
+      const token = newRenderToken();
+      try {
+        await this.relays.setToken(lane.index, token);
+      } catch (err) {
+        await context.close().catch(() => {});
+        throw err;
+      }
+      if (this.dead || this.retired) {
+        await context.close().catch(() => {});
+        return;
+      }
+      lane.token = token;
       lane.context = context;
       lane.page = page;
       // alert/confirm/prompt would stop the page until the deadline; nobody is there to answer.

@@ -7,7 +7,6 @@
 import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import puppeteer from 'puppeteer-core';
 import type { RenderTally } from '../../lib/guard-contract.ts';
-import { newRenderToken } from '../../lib/guard-contract.ts';
 import { ServiceError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Counter } from '../../lib/metrics.ts';
@@ -80,7 +79,6 @@ class Pool implements BrowserPool {
   private executable = '';
   private guard: GuardAddress | undefined;
   private readTally: ((token: string) => Promise<RenderTally>) | undefined;
-  private podRelays: RelaySet | undefined;
   private bridge: GuardBridge | undefined;
 
   private current: BrowserInstance | undefined;
@@ -133,10 +131,6 @@ class Pool implements BrowserPool {
       this.guard = guardAddress(endpoint, this.config.isolation);
       this.readTally = tallyReader(endpoint, this.guard);
     }
-    if (this.config.isolation === 'pod') {
-      const guard = this.guard;
-      this.podRelays = await startRelays({ lanes: this.lanes, dial: () => dialGuard(guard) });
-    }
     await this.relaunch();
     this.every(this.options.timings?.memoryCheckMs ?? MEMORY_CHECK_MS, () => this.checkMemory());
     await this.verify();
@@ -153,7 +147,6 @@ class Pool implements BrowserPool {
     while (this.busy > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await this.launching?.catch(() => undefined);
     await Promise.all([...this.live].map((inst) => this.closeInstance(inst)));
-    await this.podRelays?.close();
     await this.bridge?.close();
   }
 
@@ -210,8 +203,9 @@ class Pool implements BrowserPool {
         page.off('error', onPageGone);
         page.off('close', onPageGone);
       };
-      const token = newRenderToken();
-      await untilAborted(inst.relays.setToken(lane.index, token), control.signal);
+      // The lane's relay already names this render (set while the lane was prepared).
+      const token = lane.token;
+      if (token === undefined) throw new ServiceError('render_failed');
       const total: RenderTally = { blocked: 0, firstReason: null };
       const tally = async (): Promise<RenderTally> => {
         const part = await this.readTally!(token);
@@ -236,7 +230,13 @@ class Pool implements BrowserPool {
         throw err;
       });
       // Cut the lane before the final count, so nothing more is counted for this render.
-      await untilAborted(instance.relays.setToken(lane.index, undefined), control.signal);
+      const armed = lane;
+      await untilAborted(
+        instance.relays.setToken(lane.index, undefined).then(() => {
+          armed.token = undefined;
+        }),
+        control.signal,
+      );
       let final: RenderTally;
       try {
         final = await untilAborted(tally(), control.signal);
@@ -302,7 +302,13 @@ class Pool implements BrowserPool {
    */
   private endRender(inst: BrowserInstance, lane: Lane, span: Span): void {
     void (async () => {
-      if (!inst.dead) await inst.relays.setToken(lane.index, undefined).catch(() => {});
+      // A render that ended before its own cut (failure, timeout, client gone) is cut here.
+      if (!inst.dead && lane.token !== undefined) {
+        await inst.relays.setToken(lane.index, undefined).then(
+          () => (lane.token = undefined),
+          () => {},
+        );
+      }
       const closed = await inst.release(lane);
       span.setAttribute('tintype.context_closed', closed);
       if (!closed) failSpan(span, new ServiceError('render_failed'));
@@ -360,7 +366,10 @@ class Pool implements BrowserPool {
       executablePath = netns.executablePath;
       refuseProxy = netns.refuseAddress;
     } else {
-      relays = this.podRelays!;
+      // Relays of its own per browser (as in netns): a lane's token belongs to one browser's
+      // context, so a replacement preparing its lanes never renames an old browser's render.
+      const guard = this.guard!;
+      relays = await startRelays({ lanes: this.lanes, dial: () => dialGuard(guard) });
       refuseProxy = relays.refuseAddress;
     }
     let browser;
@@ -379,6 +388,7 @@ class Pool implements BrowserPool {
       });
     } catch (err) {
       await netns?.dispose();
+      if (netns === undefined) await relays!.close().catch(() => undefined);
       throw err;
     }
     const pid = browser.process()?.pid ?? 0;
@@ -447,7 +457,7 @@ class Pool implements BrowserPool {
     await withTimeout(inst.browser.close(), BROWSER_CLOSE_TIMEOUT_MS).catch(() => undefined);
     if (inst.pid > 0) killTree(inst.pid);
     inst.markDead();
-    if (inst.relays !== this.podRelays) await inst.relays.close().catch(() => undefined);
+    await inst.relays.close().catch(() => undefined);
   }
 
   private countRestart(reason: string): void {
