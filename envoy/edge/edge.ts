@@ -110,10 +110,12 @@ export function createEdge(options: EdgeOptions): Edge {
     }
     if (read.kind === 'aborted') return { status: 499 };
 
-    // Policy's own `authz` span joins this trace through the traceparent sent with the check.
+    // Policy's own `authz` span joins this trace through the traceparent sent with the check;
+    // the renderer's joins it through the same headers (one edge span is the parent of both).
+    const propagated = traceHeaders(ctx, req.headers);
     let decision: AuthzDecision;
     try {
-      decision = await authz.check(req.method ?? 'GET', req.url ?? '/', req.headers, traceHeaders(ctx, req.headers));
+      decision = await authz.check(req.method ?? 'GET', req.url ?? '/', req.headers, propagated);
     } catch {
       // Policy cannot be asked: nobody is refused for it and nothing is leased (Envoy status_on_error).
       writeError(res, new ServiceError('busy'));
@@ -128,7 +130,7 @@ export function createEdge(options: EdgeOptions): Edge {
       return error === undefined ? { status: decision.status } : { status: decision.status, error };
     }
 
-    const outcome = await upstream.forward(req, res, read.body, decision.upstream, decision.client, traceHeaders(ctx, req.headers));
+    const outcome = await upstream.forward(req, res, read.body, decision.upstream, decision.client, propagated);
     switch (outcome.kind) {
       case 'answered':
         if (!outcome.complete) span.setAttribute('tintype.edge.incomplete', true);

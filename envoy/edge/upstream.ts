@@ -19,7 +19,10 @@ const NOT_UPSTREAM = new Set<string>([...HOP_BY_HOP, ...STRIPPED_UPSTREAM_HEADER
 /** Client headers as they go upstream: the key and forged lease headers removed. */
 export function upstreamRequestHeaders(client: http.IncomingHttpHeaders, granted: Headers, trace: Headers, bodyLength: number): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(client)) if (v !== undefined && !NOT_UPSTREAM.has(k)) out[k] = v;
+  for (const k in client) {
+    const v = client[k];
+    if (v !== undefined && !NOT_UPSTREAM.has(k)) out[k] = v;
+  }
   Object.assign(out, trace, granted);
   out['content-length'] = String(bodyLength);
   return out;
@@ -28,7 +31,10 @@ export function upstreamRequestHeaders(client: http.IncomingHttpHeaders, granted
 /** Renderer answer headers as they go to the client, with the rate-limit position added. */
 export function clientResponseHeaders(upstream: http.IncomingHttpHeaders, added: Headers): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(upstream)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
+  for (const k in upstream) {
+    const v = upstream[k];
+    if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
+  }
   if (upstream['content-length'] !== undefined) out['content-length'] = upstream['content-length'];
   Object.assign(out, added);
   return out;
