@@ -265,6 +265,8 @@ function summarise(runs: Run[]): { perSec: number; serverMsPerCall: number; clie
   };
 }
 
+/** Milliseconds to the microsecond. */
+const round3 = (ms: number): number => Math.round(ms * 1000) / 1000;
 const pct = (edge: number, bare: number): number => round2(((edge - bare) / bare) * 100);
 
 async function main(): Promise<void> {
@@ -349,7 +351,7 @@ async function main(): Promise<void> {
       const f = { hitP50: percentile(acc.samples, 50), hitP99: percentile(acc.samples, 99), hits: summarise(acc.hits), pings: summarise(acc.pings), bad: acc.bad };
       figures.set(t.name, f);
       console.log(`${t.name.padEnd(9)} cache hit p50 ${round2(f.hitP50)} ms, p99 ${round2(f.hitP99)} ms; ${Math.round(f.hits.perSec)} hits/s; ${Math.round(f.pings.perSec)} pings/s; non-200 answers: ${f.bad}`);
-      console.log(`${''.padEnd(9)} server CPU per hit ${round2(f.hits.serverMsPerCall * 1000) / 1000} ms (${round2(f.hits.serverCores)} cores busy), per ping ${round2(f.pings.serverMsPerCall * 1000) / 1000} ms; client CPU per hit ${round2(f.hits.clientMsPerCall * 1000) / 1000} ms (${round2(f.hits.clientCores)} cores)`);
+      console.log(`${''.padEnd(9)} server CPU per hit ${round3(f.hits.serverMsPerCall)} ms (${round2(f.hits.serverCores)} cores busy), per ping ${round3(f.pings.serverMsPerCall)} ms; client CPU per hit ${round3(f.hits.clientMsPerCall)} ms (${round2(f.hits.clientCores)} cores)`);
     }
     const e = figures.get('edge')!;
     const b = figures.get('bare koa')!;
@@ -367,18 +369,18 @@ async function main(): Promise<void> {
       hit_p99_ms: round2(e.hitP99),
       hits_per_s: Math.round(e.hits.perSec),
       pings_per_s: Math.round(e.pings.perSec),
-      server_cpu_ms_per_hit: round2(e.hits.serverMsPerCall * 1000) / 1000,
-      server_cpu_ms_per_ping: round2(e.pings.serverMsPerCall * 1000) / 1000,
+      server_cpu_ms_per_hit: round3(e.hits.serverMsPerCall),
+      server_cpu_ms_per_ping: round3(e.pings.serverMsPerCall),
       non_200: e.bad,
       baseline: 'bare koa, same request and answer bytes',
       baseline_hit_p50_ms: round2(b.hitP50),
       baseline_hit_p99_ms: round2(b.hitP99),
       baseline_hits_per_s: Math.round(b.hits.perSec),
       baseline_pings_per_s: Math.round(b.pings.perSec),
-      baseline_server_cpu_ms_per_hit: round2(b.hits.serverMsPerCall * 1000) / 1000,
+      baseline_server_cpu_ms_per_hit: round3(b.hits.serverMsPerCall),
       edge_added_p50_pct: added.p50,
       edge_added_cpu_per_hit_pct: added.cpuPerHit,
-      client_cpu_ms_per_hit: round2(e.hits.clientMsPerCall * 1000) / 1000,
+      client_cpu_ms_per_hit: round3(e.hits.clientMsPerCall),
       client_cores_during_bare_hits: round2(b.hits.clientCores),
       load_avg_1m: [round2(load0[0]!), round2(load1[0]!)],
       connections,
