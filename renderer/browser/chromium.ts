@@ -76,11 +76,3 @@ export function chromiumArgs(options: { refuseProxy: string; noSandbox: boolean 
 export function contextOptions(laneAddress: string): BrowserContextOptions {
   return { proxyServer: `http://${laneAddress}`, proxyBypassList: ['<-loopback>'], downloadBehavior: { policy: 'deny' } };
 }
-
-/**
- * The viewport every prepared page is given before a render takes it: the spec's default size
- * for all three operations (4.2, 4.3 defaults; 4.4 rule 1 lays pdf out in it). Chromium's first
- * device-metrics override on a fresh page costs several times a later one, so it is paid while
- * the lane is prepared; the render still sets its own viewport.
- */
-export const PREPARED_VIEWPORT = { width: 1280, height: 800, deviceScaleFactor: 1 } as const;

@@ -7,7 +7,7 @@
 import type { Browser, BrowserContext, Page } from 'puppeteer-core';
 import { newRenderToken } from '../../lib/guard-contract.ts';
 import type { Logger } from '../../lib/log.ts';
-import { contextOptions, PREPARED_VIEWPORT } from './chromium.ts';
+import { contextOptions } from './chromium.ts';
 import type { RelaySet } from './relay-set.ts';
 
 /** A prepared browser context bound to one lane relay. */
@@ -193,7 +193,6 @@ export class BrowserInstance {
       let page: Page;
       try {
         page = await context.newPage();
-        await page.setViewport(PREPARED_VIEWPORT);
       } catch (err) {
         await context.close().catch(() => {});
         throw err;
