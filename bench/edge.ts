@@ -12,10 +12,10 @@
  * CPU per answer is steadier than answers per second. Targets (2 cores): hit p50 ≤ 3 ms,
  * ≥ 1,000 hits/s, the edge adds ≤ 30 % over the bare server (hit p50).
  *
- * `npm run bench -- edge [--seconds N] [--connections N] [--latency-requests N] [--cpu-prof DIR]`
+ * `npm run bench -- edge [--seconds N] [--connections N] [--latency-requests N] [--cpu-prof DIR] [--service-log FILE]`
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -136,6 +136,13 @@ class RawConnection {
 
 type Kind = 'hit' | 'ping';
 
+/** Answers other than 200, by target, kind and status: printed, so a failure is never only a count. */
+const notOk = new Map<string, number>();
+function noteNotOk(t: Target, kind: Kind, status: number): void {
+  const k = `${t.name} ${kind} ${status}`;
+  notOk.set(k, (notOk.get(k) ?? 0) + 1);
+}
+
 /** One request at a time on one connection: per-request latency in ms. */
 async function latency(t: Target, kind: Kind, n: number): Promise<{ samples: number[]; bad: number }> {
   const c = await RawConnection.open(t.port);
@@ -145,7 +152,10 @@ async function latency(t: Target, kind: Kind, n: number): Promise<{ samples: num
     const t0 = performance.now();
     const status = await c.call(t[kind]);
     samples.push(performance.now() - t0);
-    if (status !== 200) bad += 1;
+    if (status !== 200) {
+      bad += 1;
+      noteNotOk(t, kind, status);
+    }
   }
   c.close();
   return { samples, bad };
@@ -183,8 +193,12 @@ async function throughput(t: Target, serverPid: number, kind: Kind, connections:
   const end = t0 + seconds * 1000;
   await Promise.all(conns.map(async (c) => {
     while (performance.now() < end) {
-      if ((await c.call(t[kind])) === 200) done += 1;
-      else bad += 1;
+      const status = await c.call(t[kind]);
+      if (status === 200) done += 1;
+      else {
+        bad += 1;
+        noteNotOk(t, kind, status);
+      }
     }
   }));
   const elapsed = (performance.now() - t0) / 1000;
@@ -195,9 +209,9 @@ async function throughput(t: Target, serverPid: number, kind: Kind, connections:
 }
 
 /** Runs `node --import tsx bench/run.ts edge --bare <answers file>` or `bin/tintype start`; resolves with the child and its port. */
-function spawnUntilPort(cmd: string, argv: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<{ child: ChildProcess; port: number }> {
+function spawnUntilPort(cmd: string, argv: string[], env: NodeJS.ProcessEnv, pattern: RegExp, stderr: 'ignore' | number = 'ignore'): Promise<{ child: ChildProcess; port: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, argv, { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    const child = spawn(cmd, argv, { env, stdio: ['ignore', 'pipe', stderr] });
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString('utf8');
@@ -278,6 +292,8 @@ async function main(): Promise<void> {
       'latency-requests': { type: 'string', default: '2000' },
       // Writes a V8 CPU profile of the `tintype start` process into this directory at its exit.
       'cpu-prof': { type: 'string' },
+      // Appends the service's log (stderr) to this file; by default it is dropped.
+      'service-log': { type: 'string' },
     },
   });
   const seconds = Number(values.seconds);
@@ -294,7 +310,7 @@ async function main(): Promise<void> {
   try {
     // Node refuses --cpu-prof in NODE_OPTIONS: a profiled service is started by node itself.
     const profile = values['cpu-prof'] === undefined ? [] : [process.execPath, '--cpu-prof', `--cpu-prof-dir=${path.resolve(values['cpu-prof'])}`];
-    const service = await spawnUntilPort('/usr/bin/env', ['-u', 'NODE_OPTIONS', ...profile, TINTYPE, 'start'], { ...env, PORT: '0', TINTYPE_ADMIN_PORT: '0' }, /listening on http:\/\/localhost:(\d+)/);
+    const service = await spawnUntilPort('/usr/bin/env', ['-u', 'NODE_OPTIONS', ...profile, TINTYPE, 'start'], { ...env, PORT: '0', TINTYPE_ADMIN_PORT: '0' }, /listening on http:\/\/localhost:(\d+)/, values['service-log'] === undefined ? 'ignore' : openSync(values['service-log'], 'a'));
     children.push(service.child);
     const keyOut = await new Promise<string>((resolve, reject) => {
       const c = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'keys', 'create', '--plan', 'bench'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
@@ -353,6 +369,7 @@ async function main(): Promise<void> {
       console.log(`${t.name.padEnd(9)} cache hit p50 ${round2(f.hitP50)} ms, p99 ${round2(f.hitP99)} ms; ${Math.round(f.hits.perSec)} hits/s; ${Math.round(f.pings.perSec)} pings/s; non-200 answers: ${f.bad}`);
       console.log(`${''.padEnd(9)} server CPU per hit ${round3(f.hits.serverMsPerCall)} ms (${round2(f.hits.serverCores)} cores busy), per ping ${round3(f.pings.serverMsPerCall)} ms; client CPU per hit ${round3(f.hits.clientMsPerCall)} ms (${round2(f.hits.clientCores)} cores)`);
     }
+    for (const [k, n] of notOk) console.log(`not 200: ${k}: ${n}`);
     const e = figures.get('edge')!;
     const b = figures.get('bare koa')!;
     const added = {
@@ -372,6 +389,7 @@ async function main(): Promise<void> {
       server_cpu_ms_per_hit: round3(e.hits.serverMsPerCall),
       server_cpu_ms_per_ping: round3(e.pings.serverMsPerCall),
       non_200: e.bad,
+      non_200_by_status: Object.fromEntries(notOk),
       baseline: 'bare koa, same request and answer bytes',
       baseline_hit_p50_ms: round2(b.hitP50),
       baseline_hit_p99_ms: round2(b.hitP99),
