@@ -13,6 +13,9 @@ export type AuthzDecision =
   | { allowed: true; upstream: Headers; client: Headers }
   | { allowed: false; status: number; client: Headers; body: Buffer };
 
+/** How long a kept-alive connection to policy may stay unused before the edge drops it. */
+export const AUTHZ_IDLE_MS = 60_000;
+
 /** Raised when policy cannot be asked (refused, reset, timed out); Envoy's `status_on_error`. */
 export class AuthzUnavailable extends Error {
   override name = 'AuthzUnavailable';
@@ -36,7 +39,9 @@ function pick(from: http.IncomingHttpHeaders, names: readonly string[]): Headers
 /** An ext_authz client for the policy server at `policyUrl` (http://host:port). */
 export function createAuthzClient(policyUrl: string, timeoutMs: number): AuthzClient {
   const base = new URL(policyUrl);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  // Idle connections are dropped well before policy's keep-alive timeout (policy/server.ts, 120 s),
+  // so a check never goes out on a connection policy is closing.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256, timeout: AUTHZ_IDLE_MS });
   return {
     check(method, pathWithQuery, clientHeaders, trace) {
       const headers: Headers = { ...pick(clientHeaders, AUTHZ_REQUEST_HEADERS), ...trace, 'content-length': '0' };

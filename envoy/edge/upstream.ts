@@ -51,10 +51,24 @@ export interface Upstream {
   close(): void;
 }
 
+/**
+ * How long a kept-alive connection to the renderer may stay unused before the edge drops it:
+ * under Node's server keep-alive timeout (5 s), so the edge lets go of an idle connection before
+ * the renderer closes it under a request.
+ */
+export const UPSTREAM_IDLE_MS = 4_000;
+
+/** A reused connection that the renderer closed as the request went out: nothing of it was answered. */
+function closedUnderUs(ureq: http.ClientRequest, err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return ureq.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE');
+}
+
 /** A forwarder to the renderer at `rendererUrl`; `timeoutMs` bounds the wait for answer headers. */
 export function createUpstream(rendererUrl: string, timeoutMs: number): Upstream {
   const base = new URL(rendererUrl);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1024 });
+  // `timeout` on the agent drops free sockets idle that long (a socket in use only gets an event nobody acts on).
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1024, timeout: UPSTREAM_IDLE_MS });
   return {
     forward(req, res, body, granted, client, trace) {
       return new Promise((resolve) => {
@@ -64,14 +78,8 @@ export function createUpstream(rendererUrl: string, timeoutMs: number): Upstream
           settled = true;
           resolve(o);
         };
-        const ureq = http.request({
-          host: base.hostname,
-          port: base.port,
-          method: req.method,
-          path: req.url,
-          headers: upstreamRequestHeaders(req.headers, granted, trace, body.length),
-          agent,
-        });
+        const headers = upstreamRequestHeaders(req.headers, granted, trace, body.length);
+        let ureq: http.ClientRequest;
         const timer = setTimeout(() => {
           ureq.destroy();
           done({ kind: 'timeout' });
@@ -84,31 +92,50 @@ export function createUpstream(rendererUrl: string, timeoutMs: number): Upstream
           done({ kind: 'client_gone' });
         };
         res.once('close', onClientGone);
-        ureq.once('response', (ures) => {
-          clearTimeout(timer);
-          const status = ures.statusCode ?? 502;
-          res.writeHead(status, clientResponseHeaders(ures.headers, client));
-          ures.pipe(res);
-          ures.once('end', () => done({ kind: 'answered', status, complete: true }));
-          ures.once('error', () => {
-            res.destroy();
-            done({ kind: 'answered', status, complete: false });
+        const attempt = (mayRetry: boolean): void => {
+          ureq = http.request({
+            host: base.hostname,
+            port: base.port,
+            method: req.method,
+            path: req.url,
+            headers,
+            agent,
           });
-          ures.once('close', () => {
-            if (!ures.complete) {
+          ureq.once('response', (ures) => {
+            clearTimeout(timer);
+            const status = ures.statusCode ?? 502;
+            res.writeHead(status, clientResponseHeaders(ures.headers, client));
+            ures.pipe(res);
+            ures.once('end', () => done({ kind: 'answered', status, complete: true }));
+            ures.once('error', () => {
               res.destroy();
               done({ kind: 'answered', status, complete: false });
-            }
+            });
+            ures.once('close', () => {
+              if (!ures.complete) {
+                res.destroy();
+                done({ kind: 'answered', status, complete: false });
+              }
+            });
           });
-        });
-        ureq.once('error', () => {
-          clearTimeout(timer);
-          if (res.headersSent) {
-            res.destroy();
-            done({ kind: 'answered', status: res.statusCode, complete: false });
-          } else done({ kind: 'unavailable' });
-        });
-        ureq.end(body);
+          const sent = ureq;
+          sent.once('error', (err) => {
+            if (settled) return;
+            // The body is held, so the request goes again, once, on a new connection (as Envoy
+            // retries a reset before any answer); otherwise its lease would wait for expiry.
+            if (mayRetry && !res.headersSent && closedUnderUs(sent, err)) {
+              attempt(false);
+              return;
+            }
+            clearTimeout(timer);
+            if (res.headersSent) {
+              res.destroy();
+              done({ kind: 'answered', status: res.statusCode, complete: false });
+            } else done({ kind: 'unavailable' });
+          });
+          sent.end(body);
+        };
+        attempt(true);
       });
     },
     close() {

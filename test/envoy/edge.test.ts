@@ -258,3 +258,38 @@ t.test('stop lets an answer in flight finish, then refuses new connections', asy
   await stopping;
   await t.rejects(send({ port: r.port, path: '/v1/ping', headers: GOOD }));
 });
+
+t.test('a kept-alive renderer connection closed under a request: sent again once on a new one, not a 503', async (t) => {
+  let requests = 0;
+  let connections = 0;
+  const perSocket = new WeakMap<object, number>();
+  const renderer = http.createServer((req, res) => {
+    requests += 1;
+    const n = (perSocket.get(req.socket) ?? 0) + 1;
+    perSocket.set(req.socket, n);
+    // The second request on the first connection finds it closing (an idle timeout racing reuse).
+    if (connections === 1 && n === 2) {
+      req.socket.destroy();
+      return;
+    }
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '2' });
+      res.end('ok');
+    });
+  });
+  renderer.on('connection', () => (connections += 1));
+  await new Promise<void>((r) => renderer.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => {
+    renderer.closeAllConnections();
+    return new Promise((r) => renderer.close(() => r(undefined)));
+  });
+  const r = await rig(t, { rendererUrl: `http://127.0.0.1:${(renderer.address() as net.AddressInfo).port}` });
+  const first = await send({ port: r.port, method: 'GET', path: '/v1/ping', headers: GOOD });
+  t.equal(first.status, 200);
+  const second = await send({ port: r.port, method: 'GET', path: '/v1/ping', headers: GOOD });
+  t.equal(second.status, 200, 'answered, not 503 busy');
+  t.equal(second.body.toString(), 'ok');
+  t.equal(connections, 2, 'on a new connection');
+  t.equal(requests, 3, 'sent again exactly once');
+});
