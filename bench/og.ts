@@ -8,6 +8,11 @@
  * as they do in a running renderer. Latency is one card at a time; throughput keeps
  * `--concurrency` cards in flight. The baseline runs on the same number of worker threads.
  *
+ * Memory (issue 5: the renderer's RSS bound includes these threads): one drawing thread's heap
+ * (`process.memoryUsage()` inside it) and what it adds to the process's PSS (smaps_rollup), warm
+ * on Latin cards and after one card of every script; and the process's PSS with the pool idle
+ * after `start()` and after the throughput run (every thread started).
+ *
  * `npm run bench -- og [--cards N] [--baseline-cards N] [--concurrency N]`
  */
 import { readFileSync } from 'node:fs';
@@ -15,7 +20,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import { createOgPool } from '../renderer/og/pool.ts';
+import { createOgPool, DRAWING_THREAD_LIMITS } from '../renderer/og/pool.ts';
 import type { OgCard } from '../renderer/og/fields.ts';
 import { SCRIPTS, fullCard } from '../renderer/og/samples.ts';
 import { percentile, printMachine, round2 } from './machine.ts';
@@ -38,6 +43,73 @@ const require = createRequire(import.meta.url);
 const latin = SCRIPTS.latin!;
 const cardNo = (i: number): OgCard => ({ ...fullCard('title', 'dark', latin), title: `${latin.title} #${i}` });
 
+/** PSS of this process in MB (every thread counted), from /proc/self/smaps_rollup. */
+function pssMb(): number {
+  const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'));
+  return m === null ? NaN : Number(m[1]) / 1024;
+}
+
+interface ThreadMemory {
+  label: string;
+  heapUsedMb: number;
+  externalMb: number;
+  /** What the thread adds to the process's PSS. */
+  pssMb: number;
+}
+
+// One drawing thread set up as the pool sets one up (tsx registered, then draw.ts), measured
+// from inside after a collection: bare, warm, after cards in every script.
+const MEMORY_WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { readFileSync } = require('node:fs');
+const pss = () => Number(/^Pss:\\s+(\\d+) kB/m.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'))[1]) / 1024;
+const mb = (n) => n / 1048576;
+// A worker cannot be given --expose-gc; the flag set at run time exposes gc to a new context.
+require('node:v8').setFlagsFromString('--expose-gc');
+const gc = require('node:vm').runInNewContext('gc');
+const take = (label) => {
+  gc();
+  const m = process.memoryUsage();
+  return { label, heapUsedMb: mb(m.heapUsed), externalMb: mb(m.external), pss: pss() };
+};
+import(workerData.tsx).then(async (m) => {
+  m.register();
+  const draw = await import(workerData.draw);
+  const samples = await import(workerData.samples);
+  const out = [take('bare thread (tsx, modules loaded)')];
+  draw.warmUp();
+  for (let i = 0; i < 20; i++) draw.drawCard({ ...samples.fullCard('title', 'dark', samples.SCRIPTS.latin), title: 'card ' + i });
+  out.push(take('warm, Latin cards only'));
+  for (const name of Object.keys(samples.SCRIPTS)) {
+    for (const template of ['title', 'stat', 'board']) draw.drawCard(samples.fullCard(template, 'dark', samples.SCRIPTS[name]));
+  }
+  out.push(take('after one card per template in every script'));
+  parentPort.postMessage(out);
+});
+`;
+
+async function threadMemory(): Promise<ThreadMemory[]> {
+  const before = pssMb();
+  const w = new Worker(MEMORY_WORKER, {
+    eval: true,
+    resourceLimits: DRAWING_THREAD_LIMITS,
+    workerData: {
+      tsx: import.meta.resolve('tsx/esm/api'),
+      draw: new URL('../renderer/og/draw.ts', import.meta.url).href,
+      samples: new URL('../renderer/og/samples.ts', import.meta.url).href,
+    },
+  });
+  try {
+    const rows = await new Promise<{ label: string; heapUsedMb: number; externalMb: number; pss: number }[]>((resolve, reject) => {
+      w.once('message', resolve);
+      w.once('error', reject);
+    });
+    return rows.map((r) => ({ label: r.label, heapUsedMb: r.heapUsedMb, externalMb: r.externalMb, pssMb: r.pss - before }));
+  } finally {
+    await w.terminate();
+  }
+}
+
 function summary(samples: number[]): { p50: number; p95: number; mean: number } {
   return { p50: percentile(samples, 50), p95: percentile(samples, 95), mean: samples.reduce((a, b) => a + b, 0) / samples.length };
 }
@@ -54,12 +126,19 @@ interface Figures {
   perS: number;
   /** CPU time per card over the throughput run, all threads counted. */
   cpuMsPerCard: number;
+  /** Process PSS: before the pool, once started (idle), after the throughput run. */
+  pss?: { before: number; started: number; startedThreads: number; busy: number; busyThreads: number };
 }
 
 async function ours(): Promise<Figures> {
   const pool = createOgPool({ threads: THREADS, maxQueue: CONCURRENCY * 2 });
+  const pssBefore = pssMb();
   await pool.start();
+  const pssStarted = pssMb();
+  const startedThreads = pool.stats().threads;
   try {
+    // Start every thread before timing, as a busy renderer has them.
+    await Promise.all(Array.from({ length: THREADS * 4 }, (_, i) => pool.draw(cardNo(-1000 - i))));
     for (let i = 0; i < 40; i++) await pool.draw(cardNo(-i)); // warm glyph masks on both threads
     const samples: number[] = [];
     for (let i = 0; i < CARDS; i++) {
@@ -76,7 +155,8 @@ async function ours(): Promise<Figures> {
     const perS = CARDS / ((performance.now() - t0) / 1000);
     const cpuMsPerCard = cpuMs(c0) / CARDS;
     const s = summary(samples);
-    return { p50: s.p50, p95: s.p95, perS, cpuMsPerCard };
+    const pss = { before: pssBefore, started: pssStarted, startedThreads, busy: pssMb(), busyThreads: pool.stats().threads };
+    return { p50: s.p50, p95: s.p95, perS, cpuMsPerCard, pss };
   } finally {
     await pool.stop();
   }
@@ -180,10 +260,20 @@ const line = (name: string, f: Figures) =>
   console.log(`${name} p50 ${round2(f.p50)} ms  p95 ${round2(f.p95)} ms  ${round2(f.perS)} cards/s  ` +
     `(${round2(f.cpuMsPerCard)} CPU ms a card: ${round2(capacity(f))} cards/s on ${machine.cores} idle cores)`);
 console.log(`load average before: ${os.loadavg().map(round2).join(' ')}`);
+// Memory first, on a process that has started no other thread yet.
+const mem = await threadMemory();
 const a = await ours();
 line('tintype pool    ', a);
 const b = await baseline();
 line('satori + resvg  ', b);
+for (const m of mem) {
+  console.log(`one drawing thread, ${m.label}: heap ${round2(m.heapUsedMb)} MB, external ${round2(m.externalMb)} MB, +${round2(m.pssMb)} MB process PSS`);
+}
+const p = a.pss!;
+console.log(`process PSS: ${round2(p.before)} MB before the pool, ${round2(p.started)} MB started (${p.startedThreads} thread), ` +
+  `${round2(p.busy)} MB after the throughput run (${p.busyThreads} threads)`);
+const warm = mem[1]!;
+const all = mem[2]!;
 console.log(`targets: p50 <= 20 ms ${a.p50 <= 20 ? 'met' : 'MISSED'}; >= 60 cards/s ${a.perS >= 60 ? 'met' : 'MISSED'}; faster than the baseline ${a.p50 < b.p50 && a.perS > b.perS ? 'met' : 'MISSED'} (${round2(b.p50 / a.p50)}x per card, ${round2(a.perS / b.perS)}x cards/s)`);
 console.log(JSON.stringify({
   bench: 'og', cores: machine.cores, threads: THREADS, cards: CARDS,
@@ -192,4 +282,8 @@ console.log(JSON.stringify({
   cpu_ms_per_card: round2(a.cpuMsPerCard), per_s_cpu_bound: round2(capacity(a)),
   baseline_cpu_ms_per_card: round2(b.cpuMsPerCard), baseline_per_s_cpu_bound: round2(capacity(b)),
   speedup_p50: round2(b.p50 / a.p50), speedup_per_s: round2(a.perS / b.perS), load_average: round2(os.loadavg()[0]!),
+  thread_heap_mb_warm: round2(warm.heapUsedMb), thread_pss_mb_warm: round2(warm.pssMb),
+  thread_heap_mb_all_scripts: round2(all.heapUsedMb), thread_pss_mb_all_scripts: round2(all.pssMb),
+  process_pss_mb_before_pool: round2(p.before), process_pss_mb_started: round2(p.started), threads_started: p.startedThreads,
+  process_pss_mb_busy: round2(p.busy), threads_busy: p.busyThreads,
 }));

@@ -78,6 +78,14 @@ interface Thread {
 }
 
 const DEFAULT_ENTRY = new URL('./worker.ts', import.meta.url);
+
+/**
+ * Heap limits of a drawing thread. The old generation bound makes a runaway card end its own
+ * thread, not the renderer. The young generation is capped at 8 MB: a card's garbage dies young,
+ * and V8's default lets a busy thread grow it to 32 MB, ~30 MB more per thread for no gain
+ * measured in `npm run bench -- og` (issue 5 memory bound).
+ */
+export const DRAWING_THREAD_LIMITS = { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb: 8 } as const;
 // A worker cannot reuse the parent's TypeScript loader (tsx registers per thread on Node 20),
 // so each thread registers it before importing its entry. Resolved here, from this checkout.
 const TSX_API = import.meta.resolve('tsx/esm/api');
@@ -145,7 +153,8 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
     if (t.idle !== undefined || idleMs === Infinity) return;
     t.idle = setTimeout(() => {
       t.idle = undefined;
-      if (!running || t.ending || t.job !== undefined || counts().live <= minThreads) return;
+      // Counted among ready threads: a warm thread never ends in favour of one still warming up.
+      if (!running || t.ending || t.job !== undefined || counts().ready <= minThreads) return;
       t.ending = true;
       void t.worker.terminate();
     }, idleMs);
@@ -167,8 +176,7 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
   function spawn(): Promise<void> {
     const worker = new Worker(bootstrap(entry), {
       eval: true,
-      // A runaway card ends its own thread, not the renderer.
-      resourceLimits: { maxOldGenerationSizeMb: 512 },
+      resourceLimits: DRAWING_THREAD_LIMITS,
       stdout: false,
       stderr: false,
     });

@@ -3,9 +3,10 @@
  * runs it, makes an object for every glyph of a font up front (its hmtx step visits each one),
  * which for Droid Sans Fallback and Nanum Gothic alone is most of a drawing thread's 200 MB.
  * Here a face reads its file in two steps, each on first need: `covers()` reads only the table
- * directory, head, hhea, maxp and the cmap; `glyph()` then reads loca, hmtx and glyf (not kern,
- * GPOS or names, which the drawing never uses) and builds each glyph when first asked for,
- * caching it. Outlines are still built by opentype.js's own glyf reader (the copy pureimage
+ * directory, head, hhea, maxp and the cmap; `glyph()` then reads loca and hmtx (not kern,
+ * GPOS or names, which the drawing never uses), and each glyph's own bytes of glyf when it is
+ * first asked for, building and caching it. The file is opened only for each read: a thread that
+ * ends (pool.ts) leaves no descriptor behind. Outlines are still built by opentype.js's own glyf reader (the copy pureimage
  * depends on), so every path is the one the card was drawn with before.
  */
 import { closeSync, openSync, readSync } from 'node:fs';
@@ -58,7 +59,8 @@ interface Directory {
 interface Outlines {
   loca: DataView;
   hmtx: DataView;
-  glyf: DataView;
+  /** Where glyf starts in the file. */
+  glyf: number;
 }
 
 function readAt(fd: number, offset: number, length: number): DataView {
@@ -130,7 +132,18 @@ export class LazyTrueType {
     if (cached !== undefined) return cached;
     const o = this.readOutlines();
     const at = (k: number) => (dir.longLoca ? o.loca.getUint32(k * 4) : o.loca.getUint16(k * 2) * 2);
-    const glyph = parseGlyf(o.glyf, 0, [at(i), at(i + 1)], this.shim).get(0);
+    const from = at(i);
+    const length = Math.max(0, at(i + 1) - from);
+    let bytes: DataView = new DataView(new ArrayBuffer(0));
+    if (length > 0) {
+      const fd = openSync(this.file, 'r');
+      try {
+        bytes = readAt(fd, o.glyf + from, length);
+      } finally {
+        closeSync(fd);
+      }
+    }
+    const glyph = parseGlyf(bytes, 0, [0, length], this.shim).get(0);
     glyph.index = i;
     const metric = Math.min(i, dir.numberOfHMetrics - 1);
     glyph.advanceWidth = o.hmtx.getUint16(metric * 4);
@@ -185,7 +198,7 @@ export class LazyTrueType {
         if (t === undefined) throw new Error(`font has no ${tag} table`);
         return readAt(fd, t.offset, t.length);
       };
-      this.outlines = { loca: table('loca'), hmtx: table('hmtx'), glyf: table('glyf') };
+      this.outlines = { loca: table('loca'), hmtx: table('hmtx'), glyf: dir.tables.get('glyf')!.offset };
       return this.outlines;
     } finally {
       closeSync(fd);

@@ -47,8 +47,10 @@ t.test('the drawer parses, keys and draws 1200 x 630 PNGs on worker threads', as
   t.equal(Buffer.compare(await og.draw(card('one')), pngs[1]!), 0, 'the same card draws the same bytes');
 });
 
+// The growth tests give each card 8 s: the new thread warms up (faces, grounds, warm-up cards)
+// before it draws, which on a loaded 2-core machine can take seconds.
 t.test('a card that finds every thread busy starts one more, up to threads; an idle extra thread ends', async (t) => {
-  const pool = createOgPool({ threads: 2, entry: FAULTY, drawTimeoutMs: 4_000, idleMs: 300 });
+  const pool = createOgPool({ threads: 2, entry: FAULTY, drawTimeoutMs: 8_000, idleMs: 300 });
   await pool.start();
   t.teardown(() => pool.stop());
   t.match(pool.stats(), { threads: 1, ready: 1 });
@@ -66,7 +68,7 @@ t.test('a card that finds every thread busy starts one more, up to threads; an i
 });
 
 t.test('an extra thread ends after idleMs; the minimum stays warm', async (t) => {
-  const pool = createOgPool({ threads: 2, entry: FAULTY, drawTimeoutMs: 4_000, idleMs: 200 });
+  const pool = createOgPool({ threads: 2, entry: FAULTY, drawTimeoutMs: 8_000, idleMs: 200 });
   await pool.start();
   t.teardown(() => pool.stop());
   const stuck = pool.draw(card('hang'));
@@ -82,7 +84,7 @@ t.test('an extra thread ends after idleMs; the minimum stays warm', async (t) =>
 });
 
 t.test('with no queue, threads not yet started still take cards; one more is busy', async (t) => {
-  const pool = createOgPool({ threads: 2, maxQueue: 0, entry: FAULTY, drawTimeoutMs: 2_000 });
+  const pool = createOgPool({ threads: 2, maxQueue: 0, entry: FAULTY, drawTimeoutMs: 8_000 });
   await pool.start();
   t.teardown(() => pool.stop());
   const stuck = pool.draw(card('hang'));
