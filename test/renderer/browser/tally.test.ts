@@ -5,7 +5,7 @@
  * next render on the same lane.
  */
 import t from 'tap';
-import { html, inProcess, job, startGuard, startPool, startSite } from './helpers.ts';
+import { html, inProcess, job, launchedPid, startGuard, startPool, startSite, until } from './helpers.ts';
 
 /** A page with `n` images on refused addresses (distinct, so none is deduplicated) and one allowed. */
 function pageWithRefused(n: number, prefix: string): string {
@@ -62,6 +62,49 @@ for (const isolation of ['netns', 'pod'] as const) {
       }),
     );
     t.equal(asked.tally.blocked, 3, 'the same page counts the same again');
+  });
+}
+
+for (const isolation of ['netns', 'pod'] as const) {
+  t.test(`${isolation}: a render in flight while its browser is replaced keeps its own count`, async (t) => {
+    // The replacement prepares its lanes (each with the token of its next render) while the old
+    // browser still renders: nothing it prepares may rename or cut the old render's lane.
+    const g = await startGuard(t);
+    const site = await startSite(t, {
+      '/three': html(pageWithRefused(3, '4')),
+      '/five': html(pageWithRefused(5, '5')),
+      '/ok.png': (_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(PNG),
+    });
+    const pool = await startPool(t, inProcess(g), { config: { slots: 2, isolation, recycleAfterRenders: 2 } });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let oldPid = 0;
+    const first = pool.render(
+      job(async (page) => {
+        oldPid = launchedPid(page);
+        await page.goto(`${site.origin}/three`, { waitUntil: 'load' });
+        await gate;
+        await page.setContent('<img src="http://10.6.0.1/a.png"><img src="http://10.6.0.2/b.png">', { waitUntil: 'load' });
+      }),
+    );
+    await until(() => oldPid !== 0);
+    // The second render on the old browser orders its replacement; renders go on until one lands
+    // on the new browser (by then its lanes are being prepared, or are ready).
+    let onNew: Awaited<ReturnType<typeof pool.render<number>>> | undefined;
+    while (onNew === undefined) {
+      const r = await pool.render(
+        job(async (page) => {
+          await page.goto(`${site.origin}/five`, { waitUntil: 'load' });
+          return launchedPid(page);
+        }),
+      );
+      t.same(r.tally, { blocked: 5, firstReason: 'private_address' }, 'a render beside it counts its own five');
+      if (r.value !== oldPid) onNew = r;
+    }
+    await until(() => pool.stats().readyContexts >= 2);
+    release();
+    const done = await first;
+    t.same(done.tally, { blocked: 5, firstReason: 'private_address' }, 'three before the replacement and two after, all its own');
   });
 }
 
