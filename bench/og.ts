@@ -80,15 +80,19 @@ import(workerData.tsx).then(async (m) => {
   draw.warmUp();
   for (let i = 0; i < 20; i++) draw.drawCard({ ...samples.fullCard('title', 'dark', samples.SCRIPTS.latin), title: 'card ' + i });
   out.push(take('warm, Latin cards only'));
+  // The first CJK card reads the CJK face (lazy faces): its cost, once per thread.
+  const t0 = performance.now();
+  draw.drawCard(samples.fullCard('title', 'dark', samples.SCRIPTS.cjk));
+  const firstCjkMs = performance.now() - t0;
   for (const name of Object.keys(samples.SCRIPTS)) {
     for (const template of ['title', 'stat', 'board']) draw.drawCard(samples.fullCard(template, 'dark', samples.SCRIPTS[name]));
   }
   out.push(take('after one card per template in every script'));
-  parentPort.postMessage(out);
+  parentPort.postMessage({ rows: out, firstCjkMs });
 });
 `;
 
-async function threadMemory(): Promise<ThreadMemory[]> {
+async function threadMemory(): Promise<{ rows: ThreadMemory[]; firstCjkMs: number }> {
   const before = pssMb();
   const w = new Worker(MEMORY_WORKER, {
     eval: true,
@@ -100,11 +104,13 @@ async function threadMemory(): Promise<ThreadMemory[]> {
     },
   });
   try {
-    const rows = await new Promise<{ label: string; heapUsedMb: number; externalMb: number; pss: number }[]>((resolve, reject) => {
+    type Row = { label: string; heapUsedMb: number; externalMb: number; pss: number };
+    const got = await new Promise<{ rows: Row[]; firstCjkMs: number }>((resolve, reject) => {
       w.once('message', resolve);
       w.once('error', reject);
     });
-    return rows.map((r) => ({ label: r.label, heapUsedMb: r.heapUsedMb, externalMb: r.externalMb, pssMb: r.pss - before }));
+    const rows = got.rows.map((r) => ({ label: r.label, heapUsedMb: r.heapUsedMb, externalMb: r.externalMb, pssMb: r.pss - before }));
+    return { rows, firstCjkMs: got.firstCjkMs };
   } finally {
     await w.terminate();
   }
@@ -261,7 +267,7 @@ const line = (name: string, f: Figures) =>
     `(${round2(f.cpuMsPerCard)} CPU ms a card: ${round2(capacity(f))} cards/s on ${machine.cores} idle cores)`);
 console.log(`load average before: ${os.loadavg().map(round2).join(' ')}`);
 // Memory first, on a process that has started no other thread yet.
-const mem = await threadMemory();
+const { rows: mem, firstCjkMs } = await threadMemory();
 const a = await ours();
 line('tintype pool    ', a);
 const b = await baseline();
@@ -269,6 +275,7 @@ line('satori + resvg  ', b);
 for (const m of mem) {
   console.log(`one drawing thread, ${m.label}: heap ${round2(m.heapUsedMb)} MB, external ${round2(m.externalMb)} MB, +${round2(m.pssMb)} MB process PSS`);
 }
+console.log(`one drawing thread, first CJK card (reads the CJK face): ${round2(firstCjkMs)} ms`);
 const p = a.pss!;
 console.log(`process PSS: ${round2(p.before)} MB before the pool, ${round2(p.started)} MB started (${p.startedThreads} thread), ` +
   `${round2(p.busy)} MB after the throughput run (${p.busyThreads} threads)`);
@@ -282,7 +289,7 @@ console.log(JSON.stringify({
   cpu_ms_per_card: round2(a.cpuMsPerCard), per_s_cpu_bound: round2(capacity(a)),
   baseline_cpu_ms_per_card: round2(b.cpuMsPerCard), baseline_per_s_cpu_bound: round2(capacity(b)),
   speedup_p50: round2(b.p50 / a.p50), speedup_per_s: round2(a.perS / b.perS), load_average: round2(os.loadavg()[0]!),
-  thread_heap_mb_warm: round2(warm.heapUsedMb), thread_pss_mb_warm: round2(warm.pssMb),
+  first_cjk_card_ms: round2(firstCjkMs), thread_heap_mb_warm: round2(warm.heapUsedMb), thread_pss_mb_warm: round2(warm.pssMb),
   thread_heap_mb_all_scripts: round2(all.heapUsedMb), thread_pss_mb_all_scripts: round2(all.pssMb),
   process_pss_mb_before_pool: round2(p.before), process_pss_mb_started: round2(p.started), threads_started: p.startedThreads,
   process_pss_mb_busy: round2(p.busy), threads_busy: p.busyThreads,
