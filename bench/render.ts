@@ -14,7 +14,12 @@
  * Targets on 2 cores: ≥ 1.5× the baseline's renders/s, html-to-image p50 ≤ 100 ms,
  * memory ≤ 400 MB + 80 MB per slot with no growth over the 500 renders.
  *
- * `npm run bench -- render [--renders N] [--memory-renders N]`
+ * `npm run bench -- render --phases [--renders N]` instead profiles one render in phases, through
+ * the pool in this process (netns isolation, the real guard in-process, no HTTP, no cache): time
+ * from asking for a render to its page work starting (taking a prepared context), each page step,
+ * and from the work's end to the render's answer (cutting the lane, the final tally).
+ *
+ * `npm run bench -- render [--renders N] [--memory-renders N] [--phases]`
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -22,14 +27,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import puppeteer, { type Browser } from 'puppeteer-core';
-import { chromiumExecutable } from '../renderer/browser/index.ts';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { createLogger } from '../lib/log.ts';
+import { createGuard, DnsFailure } from '../policy/guard/index.ts';
+import { chromiumExecutable, createBrowserPool } from '../renderer/browser/index.ts';
 import { descendants } from '../test/renderer/server/procs.ts';
 import { percentile, printMachine, round2 } from './machine.ts';
 
 const { values: opts } = parseArgs({
   args: process.argv.slice(3),
-  options: { renders: { type: 'string', default: '100' }, 'memory-renders': { type: 'string', default: '500' } },
+  options: {
+    renders: { type: 'string', default: '100' },
+    'memory-renders': { type: 'string', default: '500' },
+    phases: { type: 'boolean', default: false },
+  },
 });
 const RENDERS = Number(opts.renders);
 const MEMORY_RENDERS = Number(opts['memory-renders']);
@@ -181,7 +192,87 @@ function treeMemory(pid: number): Memory {
   };
 }
 
+/** The pool's phases, in milliseconds per render (see the file comment). */
+async function profilePhases(): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-phases-'));
+  const logger = createLogger('bench', { level: 'error', sink: () => {} });
+  const socketPath = path.join(dir, 'guard.sock');
+  const guard = createGuard({
+    socket: socketPath,
+    logger,
+    allowCidrs: [],
+    resolve: async () => {
+      throw new DnsFailure('ENOTFOUND');
+    },
+    stopGraceMs: 200,
+  });
+  await guard.start();
+  const pool = createBrowserPool({
+    config: {
+      chromiumPath: CHROMIUM, slots: SLOTS, renderTimeoutMs: 30_000, recycleAfterRenders: 100_000,
+      browserMaxRssMb: 8_192, isolation: 'netns', guardAllowCidrs: [],
+    },
+    logger,
+    guard: { socketPath, takeTally: (token) => guard.takeTally(token) },
+  });
+  const out: Record<string, number> = {};
+  try {
+    await pool.start();
+    for (const kind of ['html-to-image', 'pdf'] as const) {
+      const phases: Record<string, number[]> = {};
+      const note = (name: string, since: number): number => {
+        const now = performance.now();
+        (phases[name] ??= []).push(now - since);
+        return now;
+      };
+      const steps = async (page: Page, html: string): Promise<void> => {
+        let at = performance.now();
+        await page.setViewport(kind === 'pdf' ? { width: 1280, height: 800 } : { width: 800, height: 600 });
+        at = note('set_viewport', at);
+        await page.setContent(html, { waitUntil: 'load' });
+        at = note('set_content', at);
+        if (kind === 'pdf') await page.pdf({ printBackground: true });
+        else await page.screenshot({ type: 'png', captureBeyondViewport: false });
+        note('capture', at);
+      };
+      for (let i = 0; i < 10 + RENDERS; i++) {
+        if (i === 10) for (const k of Object.keys(phases)) phases[k] = [];
+        const asked = performance.now();
+        let workEnded = 0;
+        await pool.render({
+          deadline: Date.now() + 30_000,
+          run: async ({ page }) => {
+            note('to_page_work', asked);
+            await steps(page, smallDocument());
+            workEnded = performance.now();
+          },
+        });
+        note('after_page_work', workEnded);
+        note('total', asked);
+      }
+      const cells: string[] = [];
+      for (const [name, samples] of Object.entries(phases)) {
+        const p50 = round2(percentile(samples, 50));
+        const mean = round2(samples.reduce((a, b) => a + b, 0) / samples.length);
+        out[`${kind.replace(/-/g, '_')}_${name}_p50_ms`] = p50;
+        out[`${kind.replace(/-/g, '_')}_${name}_mean_ms`] = mean;
+        cells.push(`${name} p50 ${p50} (mean ${mean})`);
+      }
+      console.log(`${kind} phases, ms over ${RENDERS} renders at c=1: ${cells.join(', ')}`);
+    }
+  } finally {
+    await pool.stop();
+    await guard.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  console.log(JSON.stringify({ bench: 'render-phases', renders: RENDERS, ...out }));
+}
+
 printMachine(CHROMIUM);
+if (opts.phases) {
+  await profilePhases();
+  process.exit(0);
+}
 console.log(`renders per figure: ${RENDERS} (after 10 warm-up renders); slots: ${SLOTS}; memory after ${MEMORY_RENDERS} renders`);
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-render-'));
