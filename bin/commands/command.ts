@@ -15,3 +15,11 @@ export function notBuilt(summary: string): Command {
     },
   };
 }
+
+/** Resolves with the first stop signal (SIGTERM from an orchestrator, SIGINT from a terminal). */
+export function waitForStopSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+}

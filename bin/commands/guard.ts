@@ -7,7 +7,7 @@ import { loadConfig } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { createGuard, guardSettings } from '../../policy/guard/index.ts';
-import type { Command } from './command.ts';
+import { waitForStopSignal, type Command } from './command.ts';
 
 /** Proxy port of `tintype guard` (DESIGN.md §1) and its admin port. */
 export const GUARD_PORT = 3128;
@@ -43,10 +43,7 @@ export const guardCommand: Command = {
       throw err;
     }
     logger.info('guard.admin_listening', { port: admin.port() });
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      process.once('SIGTERM', () => resolve('SIGTERM'));
-      process.once('SIGINT', () => resolve('SIGINT'));
-    });
+    const signal = await waitForStopSignal();
     logger.info('stopping', { signal });
     // Readiness fails first (the guard stops listening), then the admin port goes.
     await guard.stop(signal);

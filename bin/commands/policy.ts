@@ -4,7 +4,7 @@ import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { startTelemetry } from '../../lib/telemetry.ts';
 import { createPolicyServer } from '../../policy/server.ts';
-import type { Command } from './command.ts';
+import { waitForStopSignal, type Command } from './command.ts';
 
 export const policyCommand: Command = {
   summary: 'ext_authz and settle service for Envoy',
@@ -22,10 +22,7 @@ export const policyCommand: Command = {
       throw err;
     }
     logger.info('listening', { port: server.address().port, store: server.store.kind, tracing: telemetry.enabled });
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      process.once('SIGTERM', () => resolve('SIGTERM'));
-      process.once('SIGINT', () => resolve('SIGINT'));
-    });
+    const signal = await waitForStopSignal();
     await server.stop(signal);
     // Flushes the spans of the last checks and settles before the process ends.
     await telemetry.shutdown().catch((err: unknown) => {

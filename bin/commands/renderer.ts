@@ -24,7 +24,7 @@ import { createRenderCache } from '../../renderer/cache/index.ts';
 import { createOgDrawer } from '../../renderer/og/index.ts';
 import type { UrlJudge } from '../../renderer/operations/index.ts';
 import { createRendererServer, type RendererServer } from '../../renderer/server/index.ts';
-import type { Command } from './command.ts';
+import { waitForStopSignal, type Command } from './command.ts';
 
 /** A running renderer role: server, Chromium pool, OG threads, cache and (unless GUARD_URL) its own guard. */
 export interface RendererRole extends Lifecycle {
@@ -136,10 +136,7 @@ export const rendererCommand: Command = {
     const logger = createLogger('renderer', { level: config.logLevel });
     const telemetry = startTelemetry(config, 'renderer');
     const role = await createRendererRole(config, logger);
-    const stopping = new Promise<NodeJS.Signals>((resolve) => {
-      process.once('SIGTERM', () => resolve('SIGTERM'));
-      process.once('SIGINT', () => resolve('SIGINT'));
-    });
+    const stopping = waitForStopSignal();
     await Promise.race([role.start(), stopping]);
     const signal = await stopping;
     logger.info('renderer.stopping', { signal });

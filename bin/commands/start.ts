@@ -14,19 +14,12 @@ import { Registry } from '../../lib/metrics.ts';
 import { startTelemetry } from '../../lib/telemetry.ts';
 import { createPolicyServer } from '../../policy/server.ts';
 import { openapiJson } from '../../renderer/openapi/document.ts';
-import type { Command } from './command.ts';
+import { waitForStopSignal, type Command } from './command.ts';
 import { createRendererRole } from './renderer.ts';
 
 /** Public port of `tintype start` (DESIGN.md §1) and its admin port. */
 export const START_PORT = 8080;
 export const START_ADMIN_PORT = 9080;
-
-function waitForSignal(): Promise<NodeJS.Signals> {
-  return new Promise((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
-}
 
 export const startCommand: Command = {
   summary: 'edge + policy + renderer + guard on one machine',
@@ -99,7 +92,7 @@ export const startCommand: Command = {
       throw err;
     }
 
-    const signal = await waitForSignal();
+    const signal = await waitForStopSignal();
     logger.info('stopping', { signal });
     // Reverse order: the edge stops accepting and lets answers in flight finish, the admin port
     // closes, the renderer settles its leases and closes Chromium and its guard, then policy.
