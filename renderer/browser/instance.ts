@@ -190,49 +190,44 @@ export class BrowserInstance {
     if (this.dead || this.retired) return;
     void (async () => {
       const context = await this.browser.createBrowserContext(contextOptions(lane.address));
-      let page: Page;
+      // The context is kept only once the lane holds it; every other way out closes it here.
+      let offered = false;
       try {
-        page = await context.newPage();
-      } catch (err) {
-        await context.close().catch(() => {});
-        throw err;
-      }
-      if (this.dead || this.retired) {
-        await context.close().catch(() => {});
-        return;
-      }
-      // The next render's name, applied before the lane is offered (the relay acknowledges it),
-      // so the render's first request already carries it. Nothing in this context has run yet.
-      const token = newRenderToken();
-      try {
+        const page = await context.newPage();
+        if (this.dead || this.retired) return;
+        // The next render's name, applied before the lane is offered (the relay acknowledges it),
+        // so the render's first request already carries it. Nothing in this context has run yet.
+        const token = newRenderToken();
         await this.relays.setToken(lane.index, token);
-      } catch (err) {
-        await context.close().catch(() => {});
-        throw err;
-      }
-      if (this.dead || this.retired) {
-        await context.close().catch(() => {});
-        return;
-      }
-      lane.token = token;
-      lane.context = context;
-      lane.page = page;
-      // alert/confirm/prompt would stop the page until the deadline; nobody is there to answer.
-      page.on('dialog', (dialog) => void dialog.dismiss().catch(() => {}));
-      // A prepared page whose renderer process died is useless: prepare the lane afresh.
-      page.once('error', () => this.discardCrashed(lane, page));
-      const waiter = this.waiters.values().next();
-      if (!waiter.done) {
-        this.waiters.delete(waiter.value);
-        waiter.value.resolve(lane);
-      } else {
-        this.ready.push(lane);
+        if (this.dead || this.retired) return;
+        lane.token = token;
+        lane.context = context;
+        lane.page = page;
+        offered = true;
+        this.offer(lane, page);
+      } finally {
+        if (!offered) await context.close().catch(() => {});
       }
     })().catch((err: unknown) => {
       if (this.dead || this.retired) return;
       this.logger.warn('browser.prepare_failed', { generation: this.generation, detail: (err as Error).message });
       setTimeout(() => this.prepare(lane), PREPARE_RETRY_MS).unref();
     });
+  }
+
+  /** Hands a freshly prepared lane to a render waiting for one, or keeps it ready. */
+  private offer(lane: Lane, page: Page): void {
+    // alert/confirm/prompt would stop the page until the deadline; nobody is there to answer.
+    page.on('dialog', (dialog) => void dialog.dismiss().catch(() => {}));
+    // A prepared page whose renderer process died is useless: prepare the lane afresh.
+    page.once('error', () => this.discardCrashed(lane, page));
+    const waiter = this.waiters.values().next();
+    if (!waiter.done) {
+      this.waiters.delete(waiter.value);
+      waiter.value.resolve(lane);
+    } else {
+      this.ready.push(lane);
+    }
   }
 }
 
