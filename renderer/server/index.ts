@@ -143,8 +143,14 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
   for (const mw of v1Routes(operations, og)) app.use(mw);
 
   const server = http.createServer(app.callback());
-  // The render budget bounds a request; header and idle timeouts stay Node's defaults.
+  // The render budget bounds a request.
   server.requestTimeout = config.renderTimeoutMs + 30_000;
+  // Set, not left at Node's 5 s: the edge drops an idle upstream connection at 4 s
+  // (envoy/edge/upstream.ts UPSTREAM_IDLE_MS), and the side that lets go of an idle
+  // connection must be the client, or a request sent as the server closes meets a reset.
+  // Headers get a little longer than the idle wait, as Node expects.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   const admin = http.createServer(adminHandler(registry, () => pool.selfTestPassed()));
   let started = false;
 
