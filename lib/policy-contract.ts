@@ -84,7 +84,9 @@ export function httpSettler(policyUrl: string, fetchImpl: typeof fetch = fetch):
  */
 export function agentSettler(policyUrl: string, options: { timeoutMs?: number } = {}): Settler & { close(): void } {
   const base = new URL(SETTLE_PATH, policyUrl);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  // `timeout` drops a free socket idle this long: below policy's keepAliveTimeout (120 s,
+  // policy/server.ts), so this side lets go first and a settle never lands on a closing socket.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 60_000 });
   return {
     settle(outcome) {
       const body = JSON.stringify(outcome);
