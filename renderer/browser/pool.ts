@@ -94,6 +94,8 @@ class Pool implements BrowserPool {
   private started = false;
   private stopped = false;
   private lastMemoryBytes = 0;
+  /** True while a memory check reads /proc; a tick that finds one running is skipped. */
+  private checkingMemory = false;
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly stopping = new AbortController();
 
@@ -132,7 +134,7 @@ class Pool implements BrowserPool {
       this.readTally = tallyReader(endpoint, this.guard);
     }
     await this.relaunch();
-    this.every(this.options.timings?.memoryCheckMs ?? MEMORY_CHECK_MS, () => this.checkMemory());
+    this.every(this.options.timings?.memoryCheckMs ?? MEMORY_CHECK_MS, () => void this.checkMemory());
     await this.verify();
   }
 
@@ -465,10 +467,19 @@ class Pool implements BrowserPool {
     this.restartsCounter?.inc({ reason });
   }
 
-  private checkMemory(): void {
+  private async checkMemory(): Promise<void> {
     const inst = this.current;
-    if (inst === undefined || inst.pid <= 0 || inst.dead) return;
-    this.lastMemoryBytes = treeMemoryBytes(inst.pid);
+    if (this.checkingMemory || inst === undefined || inst.pid <= 0 || inst.dead) return;
+    // One check at a time: under load a walk of /proc can outlast the interval.
+    this.checkingMemory = true;
+    try {
+      this.lastMemoryBytes = await treeMemoryBytes(inst.pid);
+    } catch {
+      return; // /proc unreadable this time; the next tick tries again
+    } finally {
+      this.checkingMemory = false;
+    }
+    if (this.stopped || inst.dead) return;
     if (this.lastMemoryBytes > this.config.browserMaxRssMb * 1024 * 1024) {
       this.logger.warn('browser.memory_bound', { generation: inst.generation, rssMb: Math.round(this.lastMemoryBytes / 1048576) });
       this.replace(inst, 'memory');

@@ -3,8 +3,11 @@
  * process, how much memory they hold together, and how to end all of them.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 
 const PAGE_SIZE = 4096;
+/** Files of /proc read at once by the asynchronous walk: enough to overlap, few enough to leave the pool's threads to others. */
+const PROC_READ_CONCURRENCY = 8;
 
 interface ProcStat {
   pid: number;
@@ -12,30 +15,70 @@ interface ProcStat {
   state: string;
 }
 
+function parseStat(pid: number, text: string): ProcStat {
+  // The command name is in parentheses and may hold spaces; fields follow the last ')'.
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return { pid, state: rest[0] ?? '?', ppid: Number(rest[1]) };
+}
+
 function readStat(pid: number): ProcStat | undefined {
   try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name is in parentheses and may hold spaces; fields follow the last ')'.
-    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { pid, state: rest[0] ?? '?', ppid: Number(rest[1]) };
+    return parseStat(pid, readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return undefined;
   }
 }
 
+async function readStatAsync(pid: number): Promise<ProcStat | undefined> {
+  try {
+    return parseStat(pid, await readFile(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+function pidsOf(names: string[]): number[] {
+  return names.filter((name) => /^\d+$/.test(name)).map(Number);
+}
+
 function allStats(): ProcStat[] {
   const out: ProcStat[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const s = readStat(Number(name));
+  for (const pid of pidsOf(readdirSync('/proc'))) {
+    const s = readStat(pid);
     if (s !== undefined) out.push(s);
   }
   return out;
 }
 
+/** Runs `fn` over `items` with at most `limit` calls in flight; results keep the items' order. */
+async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
 /** `root` and every process descending from it, with their states (`Z` is a zombie). */
 export function processTree(root: number): ProcStat[] {
-  const stats = allStats();
+  return descendants(allStats(), root);
+}
+
+/** As `processTree`, reading /proc without blocking the event loop (the pool's periodic memory check). */
+export async function processTreeAsync(root: number): Promise<ProcStat[]> {
+  const stats = await mapBounded(pidsOf(await readdir('/proc')), PROC_READ_CONCURRENCY, readStatAsync);
+  return descendants(
+    stats.filter((s): s is ProcStat => s !== undefined),
+    root,
+  );
+}
+
+function descendants(stats: ProcStat[], root: number): ProcStat[] {
   const children = new Map<number, ProcStat[]>();
   for (const s of stats) {
     const list = children.get(s.ppid) ?? [];
@@ -60,21 +103,22 @@ export function processTree(root: number): ProcStat[] {
  * not each charged the whole of its shared code. Falls back to resident size where the kernel
  * offers no smaps_rollup.
  */
-export function treeMemoryBytes(root: number): number {
-  let total = 0;
-  for (const s of processTree(root)) total += processMemoryBytes(s.pid);
-  return total;
+export async function treeMemoryBytes(root: number): Promise<number> {
+  // Asynchronous and bounded: reading every /proc/*/stat and each smaps_rollup synchronously
+  // blocked the event loop for tens of ms per check under load, delaying every request.
+  const sizes = await mapBounded(await processTreeAsync(root), PROC_READ_CONCURRENCY, (s) => processMemoryBytes(s.pid));
+  return sizes.reduce((a, b) => a + b, 0);
 }
 
-function processMemoryBytes(pid: number): number {
+async function processMemoryBytes(pid: number): Promise<number> {
   try {
-    const m = /^Pss:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    const m = /^Pss:\s+(\d+) kB$/m.exec(await readFile(`/proc/${pid}/smaps_rollup`, 'utf8'));
     if (m !== null) return Number(m[1]) * 1024;
   } catch {
     // no smaps_rollup (old kernel) or the process ended: try statm
   }
   try {
-    const fields = readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ');
+    const fields = (await readFile(`/proc/${pid}/statm`, 'utf8')).split(' ');
     return Number(fields[1] ?? 0) * PAGE_SIZE;
   } catch {
     return 0; // the process ended while we looked
