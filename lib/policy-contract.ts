@@ -82,11 +82,11 @@ export function httpSettler(policyUrl: string, fetchImpl: typeof fetch = fetch):
  * sends the active trace context: the same request as httpSettler at a fraction of fetch's cost
  * per call, for a settle on every answer of `tintype start` (bench/edge.ts).
  */
-export function agentSettler(policyUrl: string, options: { timeoutMs?: number } = {}): Settler & { close(): void } {
+export function agentSettler(policyUrl: string, options: { timeoutMs?: number; idleMs?: number } = {}): Settler & { close(): void } {
   const base = new URL(SETTLE_PATH, policyUrl);
   // `timeout` drops a free socket idle this long: below policy's keepAliveTimeout (120 s,
   // policy/server.ts), so this side lets go first and a settle never lands on a closing socket.
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 60_000 });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: options.idleMs ?? 60_000 });
   return {
     settle(outcome) {
       const body = JSON.stringify(outcome);
