@@ -62,3 +62,25 @@ t.test('policy unreachable: rejects', async (t) => {
   await t.rejects(settler.settle({ lease: 'x', status: 200 }));
   settler.close();
 });
+
+t.test('an idle kept-alive socket is closed by the settler, not by policy', async (t) => {
+  // Policy keeps connections for 120 s (policy/server.ts); the settler must let go first.
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+  });
+  server.keepAliveTimeout = 600_000;
+  const ended: Promise<void>[] = [];
+  server.on('connection', (socket) => ended.push(new Promise((r) => socket.once('end', () => r()))));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const settler = agentSettler(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { idleMs: 100 });
+  t.teardown(() => {
+    settler.close();
+    server.closeAllConnections();
+    server.close();
+  });
+  await settler.settle({ lease: 'l1', status: 200 });
+  t.equal(ended.length, 1, 'one connection');
+  await ended[0];
+  t.pass('the settler ended the idle connection (the server would have kept it 600 s)');
+});
