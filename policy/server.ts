@@ -33,6 +33,7 @@ import { type Plans, loadPlans } from './plans.ts';
 import { openStore } from './store/open.ts';
 import type { PolicyStore } from './store/store.ts';
 import { ConfigError } from '../lib/config.ts';
+import { listen } from '../lib/listen.ts';
 
 export const DEFAULT_POLICY_PORT = 8081;
 const SETTLE_BODY_LIMIT = 4096;
@@ -237,13 +238,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
       if (missing.length > 0) {
         throw new ConfigError(`TINTYPE_PLANS: keys exist on plans that are not defined: ${missing.join(', ')}`);
       }
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(config.port ?? DEFAULT_POLICY_PORT, o.host, () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
+      await listen(server, { port: config.port ?? DEFAULT_POLICY_PORT, host: o.host });
       sweeper = setInterval(() => {
         sweep().catch((err: unknown) => {
           logger.warn('store_unavailable', { during: 'sweep', message: err instanceof Error ? err.message : String(err) });

@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PROMETHEUS_CONTENT_TYPE, type Registry } from '../../lib/metrics.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
+import { listen } from '../../lib/listen.ts';
 
 export interface AdminOptions {
   host?: string;
@@ -41,13 +42,7 @@ export function createAdminServer(options: AdminOptions): AdminServer {
   let listening = false;
   return {
     async start() {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(options.port ?? 0, options.host ?? '127.0.0.1', () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
+      await listen(server, { port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
       listening = true;
     },
     async stop() {

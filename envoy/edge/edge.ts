@@ -20,6 +20,7 @@ import { writeError, writeJson, writeMethodNotAllowed, writeNotFound, type Heade
 import { readBoundedBody, announcedTooLarge } from './body.ts';
 import { MAX_BODY_BYTES, OPENAPI_PATH, ROUTED_PREFIX, UPSTREAM_MARGIN_MS } from './contract.ts';
 import { createUpstream } from './upstream.ts';
+import { listen } from '../../lib/listen.ts';
 
 export interface EdgeOptions {
   /** Policy's HTTP server, e.g. `http://127.0.0.1:8081`. */
@@ -202,13 +203,7 @@ export function createEdge(options: EdgeOptions): Edge {
 
   return {
     async start() {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(options.port ?? 8080, options.host ?? '0.0.0.0', () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
+      await listen(server, { port: options.port ?? 8080, host: options.host ?? '0.0.0.0' });
       accepting = true;
       log.info('listening', { port: (server.address() as AddressInfo).port });
     },

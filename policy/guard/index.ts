@@ -20,6 +20,7 @@ import { createResolver, type Resolve } from './resolver.ts';
 import { collectSelf, interfaceAddresses } from './self.ts';
 import { RenderTallies } from './tally.ts';
 import { dialTcp, pinnedAgent, type Dial } from './upstream.ts';
+import { listen } from '../../lib/listen.ts';
 
 export { Judge, judgeUrl, type Judgement, type DialAddress } from './judge.ts';
 export { createResolver, DnsFailure, type Resolve } from './resolver.ts';
@@ -123,15 +124,6 @@ function checkSettings(options: GuardOptions): void {
   }
 }
 
-function listen(server: http.Server, where: { port: number; host?: string } | { path: string }): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(where, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-}
 
 /** A unix socket left behind by a guard that did not stop cleanly would block listen(). */
 function removeStaleSocket(path: string): void {

@@ -8,6 +8,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { dialGuard, type GuardAddress } from './guard-endpoint.ts';
+import { listen } from '../../lib/listen.ts';
 
 /** A running bridge: the socket path the relays dial. */
 export interface GuardBridge {
@@ -35,10 +36,7 @@ export async function startGuardBridge(target: GuardAddress): Promise<GuardBridg
     inner.pipe(outer);
     outer.pipe(inner);
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(socketPath, () => resolve());
-  });
+  await listen(server, { path: socketPath });
   return {
     path: socketPath,
     async close() {

@@ -19,6 +19,7 @@ import type { Logger } from '../../lib/log.ts';
 import type { GuardAddress } from './guard-endpoint.ts';
 import { NETNS_REFUSE_PORT, readMessages, send, type FromRelay, type ToRelay } from './relay-protocol.ts';
 import type { RelaySet } from './relay-set.ts';
+import { listen } from '../../lib/listen.ts';
 
 const RELAY_READY_TIMEOUT_MS = 20_000;
 const ACK_TIMEOUT_MS = 5_000;
@@ -95,10 +96,7 @@ export async function prepareNetnsLaunch(options: {
   );
 
   const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(controlPath, () => resolve());
-  });
+  await listen(server, { path: controlPath });
 
   const relays = new Promise<RelaySet>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('relay process did not report ready')), RELAY_READY_TIMEOUT_MS);

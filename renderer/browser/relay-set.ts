@@ -8,6 +8,7 @@ import type http from 'node:http';
 import type net from 'node:net';
 import { renderAuthorization } from '../../lib/guard-contract.ts';
 import { createLaneRelay, createRefusingProxy, type Dial, type LaneRelay } from './relay.ts';
+import { listen } from '../../lib/listen.ts';
 
 /** What a pool needs from its relays, wherever they run. */
 export interface RelaySet {
@@ -22,15 +23,9 @@ export interface RelaySet {
   close(): Promise<void>;
 }
 
-function listen(server: http.Server, host: string, port: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      const a = server.address() as net.AddressInfo;
-      resolve(`${host}:${a.port}`);
-    });
-  });
+async function listenAt(server: http.Server, host: string, port: number): Promise<string> {
+  await listen(server, { port, host });
+  return `${host}:${(server.address() as net.AddressInfo).port}`;
 }
 
 function closeServer(server: http.Server): Promise<void> {
@@ -53,10 +48,10 @@ export async function startRelays(options: {
   const relays = Array.from({ length: options.lanes }, () => createLaneRelay(options.dial));
   const servers = [refusing, ...relays.map((r) => r.server)];
   try {
-    const refuseAddress = await listen(refusing, host, options.refusePort ?? 0);
+    const refuseAddress = await listenAt(refusing, host, options.refusePort ?? 0);
     const laneAddresses: string[] = [];
     for (const [i, relay] of relays.entries()) {
-      laneAddresses.push(await listen(relay.server, host, options.lanePorts?.[i] ?? 0));
+      laneAddresses.push(await listenAt(relay.server, host, options.lanePorts?.[i] ?? 0));
     }
     let markLost!: () => void;
     const lost = new Promise<void>((resolve) => (markLost = resolve));

@@ -13,6 +13,7 @@ import net from 'node:net';
 import os from 'node:os';
 import ipaddr from 'ipaddr.js';
 import type { RenderJob, RenderResult } from './types.ts';
+import { listen } from '../../lib/listen.ts';
 
 /** What the self-test saw. */
 export interface SelfTestReport {
@@ -71,10 +72,7 @@ async function openCanary(address: string, seen: { count: number }): Promise<Can
     socket.destroy();
   });
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, address, () => resolve());
-    });
+    await listen(server, { port: 0, host: address });
   } catch {
     return undefined; // e.g. no IPv6 on this machine
   }

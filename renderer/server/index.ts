@@ -20,6 +20,7 @@ import { ogRoute, type OgDrawing } from './og.ts';
 import { requestScope, type Answered } from './request-scope.ts';
 import { v1Routes } from './routes.ts';
 import type { RendererState } from './state.ts';
+import { listen } from '../../lib/listen.ts';
 
 export { CLIENT_CLOSED } from './request-scope.ts';
 export type { OgDrawing } from './og.ts';
@@ -71,15 +72,6 @@ export interface RendererServer extends Lifecycle {
   adminAddress(): AddressInfo;
 }
 
-function listen(server: http.Server, port: number, host: string | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-}
 
 function close(server: http.Server, graceMs: number): Promise<void> {
   if (!server.listening) return Promise.resolve();
@@ -162,8 +154,8 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
 
   return {
     async start() {
-      await listen(server, config.port ?? RENDERER_PORT, options.host);
-      await listen(admin, config.adminPort ?? RENDERER_ADMIN_PORT, options.host);
+      await listen(server, { port: config.port ?? RENDERER_PORT, host: options.host });
+      await listen(admin, { port: config.adminPort ?? RENDERER_ADMIN_PORT, host: options.host });
       started = true;
       logger.info('renderer.listening', { port: bound(server).port, admin_port: bound(admin).port });
     },
