@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { percentile, printMachine, round2 } from './machine.ts';
+import { cpuSecondsOf, percentile, printMachine, round2 } from './machine.ts';
 
 const args = process.argv.slice(3);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -159,17 +159,6 @@ async function latency(t: Target, kind: Kind, n: number): Promise<{ samples: num
   }
   c.close();
   return { samples, bad };
-}
-
-/** Kernel clock ticks per second (getconf CLK_TCK, 100 on Linux). */
-const CLOCK_TICKS = 100;
-
-/** CPU seconds (user + system) a process has used so far, from /proc. */
-function cpuSecondsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // utime and stime are fields 14 and 15 of stat(5), counted from the state field (3) here.
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
 interface Run {

@@ -1,6 +1,8 @@
 /** The machine and versions every benchmark prints before its figures (DESIGN.md §7). */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import { descendants } from '../test/renderer/server/procs.ts';
 
 export interface Machine {
   cores: number;
@@ -46,4 +48,35 @@ export function percentile(samples: readonly number[], p: number): number {
 /** Rounds to two decimals for the JSON line. */
 export function round2(n: number): number {
   return Math.round(n * 100) / 100;
+}
+
+/** Kernel clock ticks per second (getconf CLK_TCK, 100 on Linux). */
+const CLOCK_TICKS = 100;
+
+/**
+ * CPU seconds (user + system) a process has used so far, from /proc; with `reaped`, also what
+ * the children it has waited for used (stat(5) cutime and cstime).
+ */
+export function cpuSecondsOf(pid: number, reaped = false): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields counted from the state field (3 in stat(5)): utime 14, stime 15, cutime 16, cstime 17.
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+  return (f[11]! + f[12]! + (reaped ? f[13]! + f[14]! : 0)) / CLOCK_TICKS;
+}
+
+/**
+ * CPU seconds a process tree has used so far: each live member's own and its reaped children's,
+ * so a process that ended (a Chromium renderer, reaped by its zygote) still counts. Differences
+ * of two readings are what the tree spent in between.
+ */
+export function treeCpuSeconds(pid: number): number {
+  let total = 0;
+  for (const p of [pid, ...descendants(pid)]) {
+    try {
+      total += cpuSecondsOf(p, true);
+    } catch {
+      // ended meanwhile: its time moves to its parent's reaped count
+    }
+  }
+  return total;
 }

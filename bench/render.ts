@@ -11,6 +11,12 @@
  * RSS summed (an upper bound, as Chromium's processes share pages) and PSS summed (shared pages
  * divided among their users), and PSS split into the node process and everything below it.
  *
+ * Each figure also carries the CPU each side spent per render (tintype: the renderer's whole
+ * process tree; baseline: its Chromium plus this process driving it). Once both cores are busy,
+ * renders/s is cores ÷ CPU per render, so the baseline's CPU per render over ours bounds the
+ * ratio any pool can reach there; a fresh context's own cost in Chromium (a new renderer process,
+ * the context's browser-side setup, compositing) is most of both sides' figure.
+ *
  * Targets on 2 cores: ≥ 1.5× the baseline's renders/s, html-to-image p50 ≤ 100 ms,
  * memory ≤ 400 MB + 80 MB per slot with no growth over the 500 renders.
  *
@@ -32,7 +38,7 @@ import { createLogger } from '../lib/log.ts';
 import { createGuard, DnsFailure } from '../policy/guard/index.ts';
 import { chromiumExecutable, createBrowserPool } from '../renderer/browser/index.ts';
 import { descendants } from '../test/renderer/server/procs.ts';
-import { percentile, printMachine, round2 } from './machine.ts';
+import { percentile, printMachine, round2, treeCpuSeconds } from './machine.ts';
 
 const { values: opts } = parseArgs({
   args: process.argv.slice(3),
@@ -65,26 +71,43 @@ interface Figures {
   p50_ms: number;
   p95_ms: number;
   per_s: number;
+  /** CPU milliseconds the rendering side spent per render (see Side). */
+  cpu_ms: number;
+}
+
+/**
+ * One side of the comparison: how it renders, and the CPU seconds it has used so far. For
+ * tintype that is the renderer's whole process tree (node, Chromium, the relay); for the
+ * baseline, its Chromium's tree plus this process, which drives it through puppeteer. The
+ * bench's own HTTP client is the caller, not the service, and is not counted.
+ */
+interface Side {
+  render: RenderOnce;
+  cpuSeconds(): number;
 }
 
 /** Runs `count` renders with `concurrency` workers; latency per render and renders/s overall. */
-async function measure(render: RenderOnce, kind: Kind, concurrency: number, count: number): Promise<Figures> {
+async function measure(side: Side, kind: Kind, concurrency: number, count: number): Promise<Figures> {
   const samples: number[] = [];
   let next = 0;
+  const cpu0 = side.cpuSeconds();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < count) {
         next += 1;
         const t0 = performance.now();
-        const bytes = await render(kind, smallDocument());
+        const bytes = await side.render(kind, smallDocument());
         samples.push(performance.now() - t0);
         if (bytes < 100) throw new Error(`a ${kind} render answered only ${bytes} bytes`);
       }
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return { p50_ms: round2(percentile(samples, 50)), p95_ms: round2(percentile(samples, 95)), per_s: round2(count / seconds) };
+  const cpuMs = ((side.cpuSeconds() - cpu0) * 1000) / count;
+  return {
+    p50_ms: round2(percentile(samples, 50)), p95_ms: round2(percentile(samples, 95)), per_s: round2(count / seconds), cpu_ms: round2(cpuMs),
+  };
 }
 
 /** The renderer under test: `bin/tintype renderer` with its own guard, on free ports. */
@@ -285,9 +308,16 @@ const browser = await puppeteer.launch({
 });
 
 try {
-  const ours = rendererClient(renderer.base);
-  const theirs = baselineClient(browser);
-  const results: Record<string, { tintype: Figures; baseline: Figures; ratio: number }> = {};
+  const ours: Side = { render: rendererClient(renderer.base), cpuSeconds: () => treeCpuSeconds(renderer.child.pid!) };
+  const browserPid = browser.process()!.pid!;
+  const theirs: Side = {
+    render: baselineClient(browser),
+    cpuSeconds: () => {
+      const own = process.cpuUsage();
+      return treeCpuSeconds(browserPid) + (own.user + own.system) / 1e6;
+    },
+  };
+  const results: Record<string, { tintype: Figures; baseline: Figures; ratio: number; cpuRatio: number }> = {};
   for (const [kind, concurrency] of [['html-to-image', 1], ['html-to-image', 2], ['pdf', 1], ['pdf', 2]] as const) {
     await measure(ours, kind, concurrency, 10);
     await measure(theirs, kind, concurrency, 10);
@@ -298,14 +328,19 @@ try {
     const b2 = await measure(theirs, kind, concurrency, RENDERS / 2);
     const merge = (x: Figures, y: Figures): Figures => ({
       p50_ms: round2((x.p50_ms + y.p50_ms) / 2), p95_ms: round2(Math.max(x.p95_ms, y.p95_ms)), per_s: round2((x.per_s + y.per_s) / 2),
+      cpu_ms: round2((x.cpu_ms + y.cpu_ms) / 2),
     });
     const tintype = merge(a1, a2);
     const baseline = merge(b1, b2);
     const ratio = round2(tintype.per_s / baseline.per_s);
-    results[`${kind}_c${concurrency}`] = { tintype, baseline, ratio };
+    // With every core busy, renders/s is cores ÷ CPU per render: this is the most either side
+    // can lead by once the machine is saturated, whatever the pool does.
+    const cpuRatio = round2(baseline.cpu_ms / tintype.cpu_ms);
+    results[`${kind}_c${concurrency}`] = { tintype, baseline, ratio, cpuRatio };
     console.log(
-      `${kind.padEnd(13)} c=${concurrency}: tintype p50 ${tintype.p50_ms} ms, p95 ${tintype.p95_ms} ms, ${tintype.per_s}/s | ` +
-        `baseline p50 ${baseline.p50_ms} ms, p95 ${baseline.p95_ms} ms, ${baseline.per_s}/s | ${ratio}×`,
+      `${kind.padEnd(13)} c=${concurrency}: tintype p50 ${tintype.p50_ms} ms, p95 ${tintype.p95_ms} ms, ${tintype.per_s}/s, CPU ${tintype.cpu_ms} ms/render | ` +
+        `baseline p50 ${baseline.p50_ms} ms, p95 ${baseline.p95_ms} ms, ${baseline.per_s}/s, CPU ${baseline.cpu_ms} ms/render | ` +
+        `${ratio}× renders/s, ${cpuRatio}× less CPU per render`,
     );
   }
   await browser.close();
@@ -352,6 +387,12 @@ try {
       ratio_html_to_image_c2: h2.ratio,
       ratio_pdf_c1: results['pdf_c1']!.ratio,
       ratio_pdf_c2: results['pdf_c2']!.ratio,
+      cpu_ms_per_render_html_to_image: h2.tintype.cpu_ms,
+      cpu_ms_per_render_pdf: results['pdf_c2']!.tintype.cpu_ms,
+      baseline_cpu_ms_per_render_html_to_image: h2.baseline.cpu_ms,
+      baseline_cpu_ms_per_render_pdf: results['pdf_c2']!.baseline.cpu_ms,
+      cpu_ratio_html_to_image_c2: h2.cpuRatio,
+      cpu_ratio_pdf_c2: results['pdf_c2']!.cpuRatio,
       memory_renders: MEMORY_RENDERS,
       rss_mb_after_50: early.rssMb,
       rss_mb_after_all: late.rssMb,
