@@ -3,7 +3,10 @@
  * hits (POST /v1/html-to-image answered from the cache) per second and their p50/p99, through
  * the real `bin/tintype start` (edge ▸ ext_authz with SQLite ▸ renderer ▸ cache ▸ settle).
  * Baseline in the same run: a bare Koa server in its own process answering the same requests
- * with the same bytes and headers and doing nothing else, driven by the same client.
+ * with the same bytes and headers and doing nothing else, driven by the same client. Beside it,
+ * the least any edge in front of a server does: the bare server behind one pass-through hop
+ * (node:http, kept-alive upstream, nothing else), which shows what a separate edge process
+ * costs before it authorizes or meters anything.
  *
  * Latency is measured one request at a time on one kept-alive connection; throughput with
  * `--connections` kept-alive connections for `--seconds`. The client writes prepared request
@@ -236,6 +239,24 @@ async function bareServer(answersFile: string): Promise<void> {
   server.listen(0, '127.0.0.1', () => process.stdout.write(`bare listening on ${(server.address() as AddressInfo).port}\n`));
 }
 
+/** The least an edge does: one pass-through hop to the bare server, upstream connections kept alive. */
+function oneHop(upstreamPort: number): void {
+  const agent = new http.Agent({ keepAlive: true });
+  const server = http.createServer((req, res) => {
+    const upstream = http.request({ host: '127.0.0.1', port: upstreamPort, method: req.method, path: req.url, headers: req.headers, agent }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => {
+      res.statusCode = 502;
+      res.end();
+    });
+    req.pipe(upstream);
+  });
+  server.listen(0, '127.0.0.1', () => process.stdout.write(`hop listening on ${(server.address() as AddressInfo).port}
+`));
+}
+
 /** The headers a client sees from the service, minus those of the connection itself. */
 function replayable(h: http.IncomingHttpHeaders): Record<string, string> {
   const out: Record<string, string> = {};
@@ -326,19 +347,23 @@ async function main(): Promise<void> {
     children.push(bareProc.child);
     // The same request bytes (key included) go to the bare server.
     const bare: Target = { name: 'bare koa', port: bareProc.port, hit: requestBytes(bareProc.port, secret, 'hit'), ping: requestBytes(bareProc.port, secret, 'ping') };
-    const pids = new Map([[edge.name, service.child.pid!], [bare.name, bareProc.child.pid!]]);
-    console.log(`tintype start on :${edge.port}; bare Koa on :${bare.port}; answer ${aHit.body.length} bytes; ${connections} connections, ${seconds} s of hits and of pings and ${latencyRequests} sequential hits per target, in ${ROUNDS} alternating rounds`);
+    const hopProc = await spawnUntilPort(process.execPath, ['--import', 'tsx', path.join(HERE, 'run.ts'), 'edge', '--hop', String(bare.port)], { ...env, NODE_OPTIONS: '' }, /hop listening on (\d+)/);
+    children.push(hopProc.child);
+    const hop: Target = { name: 'one hop', port: hopProc.port, hit: requestBytes(hopProc.port, secret, 'hit'), ping: requestBytes(hopProc.port, secret, 'ping') };
+    // The hop's server CPU is its own: what the hop adds to the bare server's.
+    const pids = new Map([[edge.name, service.child.pid!], [bare.name, bareProc.child.pid!], [hop.name, hopProc.child.pid!]]);
+    console.log(`tintype start on :${edge.port}; bare Koa on :${bare.port}, behind one hop on :${hop.port}; answer ${aHit.body.length} bytes; ${connections} connections, ${seconds} s of hits and of pings and ${latencyRequests} sequential hits per target, in ${ROUNDS} alternating rounds`);
 
     // Warm both, then measure in alternating rounds, so load from elsewhere on this shared
     // machine falls on both alike; samples and counts are pooled over the rounds.
-    for (const t of [edge, bare]) {
+    for (const t of [edge, bare, hop]) {
       await latency(t, 'hit', 300);
       await throughput(t, pids.get(t.name)!, 'hit', connections, 1);
     }
     const pooled = new Map<string, Pooled>();
-    for (const t of [bare, edge]) pooled.set(t.name, { samples: [], hits: [], pings: [], bad: 0 });
+    for (const t of [bare, hop, edge]) pooled.set(t.name, { samples: [], hits: [], pings: [], bad: 0 });
     for (let round = 0; round < ROUNDS; round++) {
-      for (const t of round % 2 === 0 ? [bare, edge] : [edge, bare]) {
+      for (const t of round % 2 === 0 ? [bare, hop, edge] : [edge, hop, bare]) {
         const acc = pooled.get(t.name)!;
         const l = await latency(t, 'hit', Math.ceil(latencyRequests / ROUNDS));
         const h = await throughput(t, pids.get(t.name)!, 'hit', connections, seconds / ROUNDS);
@@ -351,7 +376,7 @@ async function main(): Promise<void> {
     }
     const load1 = os.loadavg();
     const figures = new Map<string, { hitP50: number; hitP99: number; hits: ReturnType<typeof summarise>; pings: ReturnType<typeof summarise>; bad: number }>();
-    for (const t of [bare, edge]) {
+    for (const t of [bare, hop, edge]) {
       const acc = pooled.get(t.name)!;
       const f = { hitP50: percentile(acc.samples, 50), hitP99: percentile(acc.samples, 99), hits: summarise(acc.hits), pings: summarise(acc.pings), bad: acc.bad };
       figures.set(t.name, f);
@@ -361,12 +386,15 @@ async function main(): Promise<void> {
     for (const [k, n] of notOk) console.log(`not 200: ${k}: ${n}`);
     const e = figures.get('edge')!;
     const b = figures.get('bare koa')!;
+    const h = figures.get('one hop')!;
     const added = {
       p50: pct(e.hitP50, b.hitP50),
+      hopP50: pct(h.hitP50, b.hitP50),
       cpuPerHit: pct(e.hits.serverMsPerCall, b.hits.serverMsPerCall),
       hitsPerSec: pct(b.hits.perSec, e.hits.perSec),
     };
     console.log(`edge over bare: hit p50 +${added.p50} %, server CPU per hit +${added.cpuPerHit} %, time per hit at full load +${added.hitsPerSec} %`);
+    console.log(`one pass-through hop over bare: hit p50 +${added.hopP50} % (the floor of any separate edge process, before authorization or metering)`);
     console.log(`load average before ${load0.map((x) => round2(x)).join(' ')}, after ${load1.map((x) => round2(x)).join(' ')}`);
     console.log(`targets: hit p50 ≤ 3 ms: ${e.hitP50 <= 3 ? 'met' : 'missed'}; ≥ 1,000 hits/s: ${e.hits.perSec >= 1000 ? 'met' : 'missed'}; edge adds ≤ 30 % (hit p50): ${added.p50 <= 30 ? 'met' : 'missed'}`);
     console.log(JSON.stringify({
@@ -387,6 +415,10 @@ async function main(): Promise<void> {
       baseline_server_cpu_ms_per_hit: round3(b.hits.serverMsPerCall),
       edge_added_p50_pct: added.p50,
       edge_added_cpu_per_hit_pct: added.cpuPerHit,
+      one_hop_hit_p50_ms: round2(h.hitP50),
+      one_hop_hits_per_s: Math.round(h.hits.perSec),
+      one_hop_cpu_ms_per_hit: round3(h.hits.serverMsPerCall),
+      one_hop_added_p50_pct: added.hopP50,
       client_cpu_ms_per_hit: round3(e.hits.clientMsPerCall),
       client_cores_during_bare_hits: round2(b.hits.clientCores),
       load_avg_1m: [round2(load0[0]!), round2(load1[0]!)],
@@ -401,4 +433,5 @@ async function main(): Promise<void> {
 }
 
 if (args[0] === '--bare') await bareServer(args[1]!);
+else if (args[0] === '--hop') oneHop(Number(args[1]));
 else await main();
