@@ -4,6 +4,7 @@
  */
 import { createAdminServer } from '../../envoy/edge/admin.ts';
 import { loadConfig } from '../../lib/config.ts';
+import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { createGuard, guardSettings } from '../../policy/guard/index.ts';
@@ -23,14 +24,14 @@ export const guardCommand: Command = {
     const port = config.port ?? (config.guardSocket === undefined ? GUARD_PORT : undefined);
     const guard = createGuard({
       ...guardSettings(config),
-      ...(port === undefined ? {} : { port, host: '0.0.0.0' }),
+      ...(port === undefined ? {} : { port, host: ANY_ADDRESS }),
       ...(config.guardSocket === undefined ? {} : { socket: config.guardSocket }),
       logger,
       metrics: registry,
     });
     // Renderers reach the guard, and Prometheus and the kubelet its admin port, over the network.
     const admin = createAdminServer({
-      host: '0.0.0.0',
+      host: ANY_ADDRESS,
       port: config.adminPort ?? GUARD_ADMIN_PORT,
       registries: [registry],
       ready: () => guard.healthy(),

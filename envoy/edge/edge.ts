@@ -20,7 +20,7 @@ import { writeError, writeJson, writeMethodNotAllowed, writeNotFound, type Heade
 import { readBoundedBody, announcedTooLarge } from './body.ts';
 import { MAX_BODY_BYTES, OPENAPI_PATH, ROUTED_PREFIX, UPSTREAM_MARGIN_MS } from './contract.ts';
 import { createUpstream } from './upstream.ts';
-import { listen } from '../../lib/listen.ts';
+import { ANY_ADDRESS, listen } from '../../lib/listen.ts';
 
 export interface EdgeOptions {
   /** Policy's HTTP server, e.g. `http://127.0.0.1:8081`. */
@@ -203,7 +203,7 @@ export function createEdge(options: EdgeOptions): Edge {
 
   return {
     async start() {
-      await listen(server, { port: options.port ?? 8080, host: options.host ?? '0.0.0.0' });
+      await listen(server, { port: options.port ?? 8080, host: options.host ?? ANY_ADDRESS });
       accepting = true;
       log.info('listening', { port: (server.address() as AddressInfo).port });
     },

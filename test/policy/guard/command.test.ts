@@ -67,10 +67,10 @@ function startGuard(env: Record<string, string>): Promise<Running & { port: numb
   });
 }
 
-function get(port: number, p: string): Promise<{ status: number; body: string }> {
+function get(port: number, p: string, host = '127.0.0.1'): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     http
-      .get({ host: '127.0.0.1', port, path: p, agent: false }, (res) => {
+      .get({ host, port, path: p, agent: false }, (res) => {
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (body += c));
@@ -99,6 +99,10 @@ t.test('tintype guard listens on PORT and GUARD_SOCKET, reports on its admin por
   const overTcp = await viaGuard({ port: g.port }, `http://127.0.0.2:${canary.port}/`);
   t.equal(overTcp.status, 403);
   t.equal(overTcp.headers['x-guard-reason'], 'private_address');
+  // Both ports take IPv6 clients too (an IPv6-only or dual-stack cluster).
+  t.equal((await get(g.adminPort, '/healthz/live', '::1')).status, 200, 'the admin port over IPv6');
+  const overIpv6 = await viaGuard({ port: g.port, host: '::1' }, `http://127.0.0.2:${canary.port}/`);
+  t.equal(overIpv6.headers['x-guard-reason'], 'private_address', 'the proxy over IPv6');
   const overSocket = await viaGuard({ socket }, 'http://localhost/');
   t.equal(overSocket.headers['x-guard-reason'], 'bad_host', 'the socket listener judges the same way');
   const allowed = await viaGuard({ socket }, `http://127.0.0.5:${targetPort}/hi`);
@@ -113,7 +117,7 @@ t.test('tintype guard listens on PORT and GUARD_SOCKET, reports on its admin por
   t.same(JSON.parse(tally.body), { blocked: 1, firstReason: 'private_address' });
 
   const metrics = await get(g.adminPort, '/metrics');
-  t.match(metrics.body, /tintype_guard_refusals_total\{reason="private_address"\} 2\n/);
+  t.match(metrics.body, /tintype_guard_refusals_total\{reason="private_address"\} 3\n/);
   t.match(metrics.body, /tintype_guard_refusals_total\{reason="bad_host"\} 1\n/);
   t.match(metrics.body, /tintype_guard_refusals_total\{reason="denied_host"\} 0\n/, 'every reason is exposed from the start');
   t.match(metrics.body, /tintype_guard_decisions_total\{decision="allowed",kind="http"\} 1\n/);

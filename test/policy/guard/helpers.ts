@@ -70,13 +70,13 @@ export interface Answer {
 
 /** Sends one absolute-form request through the guard on a fresh connection. */
 export function viaGuard(
-  guard: { port?: number; socket?: string },
+  guard: { port?: number; socket?: string; host?: string },
   target: string,
   options: { method?: string; headers?: Record<string, string>; body?: string } = {},
 ): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = http.request({
-      ...(guard.socket !== undefined ? { socketPath: guard.socket } : { host: '127.0.0.1', port: guard.port }),
+      ...(guard.socket !== undefined ? { socketPath: guard.socket } : { host: guard.host ?? '127.0.0.1', port: guard.port }),
       method: options.method ?? 'GET',
       path: target,
       headers: options.headers,
