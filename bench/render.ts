@@ -340,7 +340,7 @@ try {
     console.log(
       `${kind.padEnd(13)} c=${concurrency}: tintype p50 ${tintype.p50_ms} ms, p95 ${tintype.p95_ms} ms, ${tintype.per_s}/s, CPU ${tintype.cpu_ms} ms/render | ` +
         `baseline p50 ${baseline.p50_ms} ms, p95 ${baseline.p95_ms} ms, ${baseline.per_s}/s, CPU ${baseline.cpu_ms} ms/render | ` +
-        `${ratio}× renders/s, ${cpuRatio}× less CPU per render`,
+        `${ratio}× renders/s; baseline CPU per render ÷ ours ${cpuRatio}`,
     );
   }
   await browser.close();
