@@ -112,7 +112,7 @@ class Pool implements BrowserPool {
       busyGauge.collect(() => busyGauge.set(this.busy));
       const rss = registry.gauge('tintype_browser_memory_bytes', "Memory of Chromium's processes (sum of proportional set sizes).");
       rss.collect(() => rss.set(this.lastMemoryBytes));
-      const verified = registry.gauge('tintype_guard_verified', '1 once the start-up self-test passed.');
+      const verified = registry.gauge('tintype_guard_verified', '1 while the self-test has passed and the guard answers; 0 before, and after the guard was lost until it passes again.');
       verified.collect(() => verified.set(this.verified ? 1 : 0));
       this.restartsCounter = registry.counter('tintype_browser_restarts_total', 'Chromium restarts by reason.');
     }
@@ -209,8 +209,18 @@ class Pool implements BrowserPool {
       const token = lane.token;
       if (token === undefined) throw new ServiceError('render_failed');
       const total: RenderTally = { blocked: 0, firstReason: null };
+      // Set when the guard could not be asked for this render's count: then nothing can tell
+      // what the render reached, and the pool no longer knows its walls hold.
+      let guardLost = false;
       const tally = async (): Promise<RenderTally> => {
-        const part = await this.readTally!(token);
+        let part: RenderTally;
+        try {
+          part = await this.readTally!(token);
+        } catch (err) {
+          guardLost = true;
+          this.lostGuard(err);
+          throw err;
+        }
         total.blocked += part.blocked;
         total.firstReason ??= part.firstReason;
         return { ...total };
@@ -218,7 +228,10 @@ class Pool implements BrowserPool {
       const work = job.run({ page, signal: control.signal, tally });
       work.catch(() => {}); // once aborted, the page's calls reject on their own
       const value = await untilAborted(work, control.signal).catch(async (err: unknown) => {
-        if (control.signal.aborted || err instanceof ServiceError) throw err;
+        if (control.signal.aborted) throw err;
+        // A target the render could not reach while the guard was gone is our failure, not the target's.
+        if (guardLost) throw new ServiceError('guard_unverified');
+        if (err instanceof ServiceError) throw err;
         // A failed navigation can be the first sign of a crashed renderer, ahead of the crash
         // event: a page that no longer answers is a failed render (spec Part 7 render_failed).
         const alive = await untilAborted(
@@ -244,8 +257,7 @@ class Pool implements BrowserPool {
         final = await untilAborted(tally(), control.signal);
       } catch (err) {
         if (control.signal.aborted) throw err;
-        this.logger.error('guard.tally_failed', { detail: (err as Error).message });
-        throw new ServiceError('render_failed');
+        throw new ServiceError('guard_unverified');
       }
       return { value, tally: final };
     } catch (err) {
@@ -484,6 +496,18 @@ class Pool implements BrowserPool {
       this.logger.warn('browser.memory_bound', { generation: inst.generation, rssMb: Math.round(this.lastMemoryBytes / 1048576) });
       this.replace(inst, 'memory');
     }
+  }
+
+  /**
+   * The guard stopped answering after the self-test had passed (its process or pod is gone): the
+   * walls are no longer proven, so the pool takes no render (503 `guard_unverified`, not
+   * metered, and readiness fails) until the self-test passes again (README, "Decisions").
+   */
+  private lostGuard(err: unknown): void {
+    if (!this.verified || this.stopped) return;
+    this.verified = false;
+    this.logger.error('guard.lost', { detail: (err as Error).message });
+    void this.verify();
   }
 
   /** Runs the self-test until it passes (spec Part 7 `guard_unverified` until then). */

@@ -83,3 +83,25 @@ for (const mode of ['open', 'uncounted'] as const) {
     t.match(failures(lines)[0], mode === 'open' ? /canary was reached/ : /counted no refusal/);
   });
 }
+
+t.test('a guard lost after the self-test passed: guard_unverified, not render_failed, until it passes again', async (t) => {
+  const g = await startGuard(t);
+  const lines: string[] = [];
+  // The tally is read over the guard's socket, as a renderer does when the guard runs apart.
+  const pool = await startPool(t, { socketPath: g.socketPath }, { lines, timings: { selfTestRetryMs: 300 } });
+  t.ok(pool.selfTestPassed(), 'verified at start');
+  t.equal(await code(pool.render(job(async () => 'x'))), 'ok');
+
+  await g.guard.stop();
+  t.equal(await code(pool.render(job(async () => 'x'))), 'guard_unverified', 'the render that finds the guard gone is 503, not metered');
+  t.notOk(pool.selfTestPassed(), 'the walls are no longer counted as proven (readiness fails)');
+  t.equal(await code(pool.render(job(async () => 'x'))), 'guard_unverified', 'the next render is refused at once');
+  t.ok(lines.some((l) => (JSON.parse(l) as { event: string }).event === 'guard.lost'), 'the loss is logged');
+
+  const back = createGuard({ socket: g.socketPath, logger: quietLogger() });
+  await back.start();
+  t.teardown(() => back.stop());
+  await until(() => pool.selfTestPassed());
+  t.pass('the self-test passed again once a guard listened');
+  t.equal(await code(pool.render(job(async () => 'x'))), 'ok', 'and renders are served again');
+});
