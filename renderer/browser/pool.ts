@@ -501,7 +501,7 @@ class Pool implements BrowserPool {
   /**
    * The guard stopped answering after the self-test had passed (its process or pod is gone): the
    * walls are no longer proven, so the pool takes no render (503 `guard_unverified`, not
-   * metered, and readiness fails) until the self-test passes again (README, "Decisions").
+   * metered, and readiness fails) until the self-test passes again (README, "Start-up self-test").
    */
   private lostGuard(err: unknown): void {
     if (!this.verified || this.stopped) return;
