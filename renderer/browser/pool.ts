@@ -121,6 +121,12 @@ class Pool implements BrowserPool {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    // In pod isolation Chromium shares this process's PID namespace. As PID 1 (a container with
+    // no init) this process inherits the children of a Chromium that was killed or crashed, and
+    // Node never waits for processes it did not start: they would stay zombies.
+    if (this.config.isolation === 'pod' && process.pid === 1) {
+      this.logger.warn('browser.no_init', { detail: 'running as PID 1: run the renderer under an init that reaps orphans (tini)' });
+    }
     this.executable = chromiumExecutable(this.config);
     const endpoint = this.options.guard;
     if (this.config.isolation === 'netns' && endpoint.socketPath === undefined && endpoint.url !== undefined) {

@@ -104,3 +104,28 @@ t.test('SIGTERM finishes the render in flight, settles it, closes Chromium and e
   t.same(tree.filter(alive), [], 'no Chromium process is left running');
   await t.rejects(fetch(`${base}/v1/ping`), 'no longer listening');
 });
+
+t.test('pod isolation as PID 1 (a container with no init): the renderer says an init must reap orphans', async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-renderer-pid1-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root',
+    PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_DATA_DIR: dir, TINTYPE_ISOLATION: 'pod',
+  };
+  // A PID namespace of its own makes the renderer PID 1, as in a container started without an
+  // init; the whole namespace goes when unshare's child is killed.
+  const child = spawn('unshare', ['--pid', '--fork', '--kill-child', '/usr/bin/env', '-u', 'NODE_OPTIONS', path.join(root, 'bin/tintype'), 'renderer'],
+    { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  t.teardown(async () => {
+    child.kill('SIGKILL');
+    await exited;
+  });
+  let log = '';
+  child.stderr!.on('data', (c: Buffer) => (log += c.toString('utf8')));
+  await until(() => /"event":"(browser\.no_init|renderer\.listening)"/.test(log), 'the renderer to start', 60_000);
+  const warning = log.split('\n').filter((l) => l.includes('"event":"browser.no_init"'));
+  t.equal(warning.length, 1, 'one warning, at start');
+  t.match(warning[0], /"level":"warn"/);
+  t.match(warning[0], /tini/, 'it names a way out');
+});
