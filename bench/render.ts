@@ -9,7 +9,9 @@
  * Every request carries a distinct document, so nothing is served from the cache.
  * Memory is the renderer process tree (node with its OG drawing threads, Chromium, the relay):
  * RSS summed (an upper bound, as Chromium's processes share pages) and PSS summed (shared pages
- * divided among their users), and PSS split into the node process and everything below it.
+ * divided among their users), and PSS split into the node process and everything below it. Where
+ * a memory cgroup can be made (root), the renderer runs in one of its own, and the bench also
+ * prints its working set and peak: memory as a container's limit counts it (bench/cgroup.ts).
  *
  * Each figure also carries the CPU each side spent per render (tintype: the renderer's whole
  * process tree; baseline: its Chromium plus this process driving it). Once both cores are busy,
@@ -38,6 +40,7 @@ import { createLogger } from '../lib/log.ts';
 import { createGuard, DnsFailure } from '../policy/guard/index.ts';
 import { chromiumExecutable, createBrowserPool } from '../renderer/browser/index.ts';
 import { descendants } from '../test/renderer/server/procs.ts';
+import { createMemoryCgroup, type MemoryCgroup } from './cgroup.ts';
 import { percentile, printMachine, round2, treeCpuSeconds } from './machine.ts';
 
 const { values: opts } = parseArgs({
@@ -111,7 +114,7 @@ async function measure(side: Side, kind: Kind, concurrency: number, count: numbe
 }
 
 /** The renderer under test: `bin/tintype renderer` with its own guard, on free ports. */
-async function startRenderer(dir: string): Promise<{ child: ChildProcess; base: string; admin: string }> {
+async function startRenderer(dir: string, cgroup: MemoryCgroup | undefined): Promise<{ child: ChildProcess; base: string; admin: string }> {
   const env = {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
     HOME: process.env.HOME ?? '/root',
@@ -123,6 +126,8 @@ async function startRenderer(dir: string): Promise<{ child: ChildProcess; base: 
     CHROMIUM_PATH: CHROMIUM,
   };
   const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'renderer'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  // Before it starts Chromium (node takes its time loading first), so the whole tree is counted.
+  cgroup?.add(child.pid!);
   // The ports come from the `renderer.listening` log line; the log is drained (and dropped) after it.
   const ports = await new Promise<{ port: number; admin: number }>((resolve, reject) => {
     let buffered = '';
@@ -299,7 +304,8 @@ if (opts.phases) {
 console.log(`renders per figure: ${RENDERS} (after 10 warm-up renders); slots: ${SLOTS}; memory after ${MEMORY_RENDERS} renders`);
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-render-'));
-const renderer = await startRenderer(dir);
+const cgroup = createMemoryCgroup('tintype-bench-render');
+const renderer = await startRenderer(dir, cgroup);
 const browser = await puppeteer.launch({
   executablePath: CHROMIUM,
   pipe: true,
@@ -350,14 +356,22 @@ try {
   await measure(ours, 'html-to-image', SLOTS, 50);
   await new Promise((r) => setTimeout(r, 1000));
   const early = treeMemory(pid);
+  const earlyWorkingSet = cgroup?.workingSetBytes();
   await measure(ours, 'html-to-image', SLOTS, MEMORY_RENDERS - 50);
   await new Promise((r) => setTimeout(r, 1000));
   const late = treeMemory(pid);
+  const lateWorkingSet = cgroup?.workingSetBytes();
+  const peak = cgroup?.peakBytes();
+  const mib = (bytes: number | undefined): number | null => (bytes === undefined ? null : round2(bytes / 1048576));
   const boundMb = 400 + 80 * SLOTS;
   const line = (m: Memory): string =>
     `RSS ${m.rssMb} MiB, PSS ${m.pssMb} MiB (node ${m.nodePssMb} with its OG threads, Chromium and relay ${m.browserPssMb}; ${m.processes} processes)`;
   console.log(`renderer memory after 50 renders: ${line(early)}`);
   console.log(`renderer memory after ${MEMORY_RENDERS} renders: ${line(late)}; bound ${boundMb} MB`);
+  console.log(cgroup === undefined
+    ? 'as a container limit counts it: not measured here (no writable memory cgroup)'
+    : `as a container limit counts it (cgroup working set): ${mib(earlyWorkingSet)} MiB after 50 renders, ` +
+      `${mib(lateWorkingSet)} MiB after ${MEMORY_RENDERS}, peak usage over the whole run ${mib(peak) ?? 'not kept by this kernel'} MiB`);
 
   const h1 = results['html-to-image_c1']!;
   const h2 = results['html-to-image_c2']!;
@@ -401,11 +415,15 @@ try {
       node_pss_mb_after_all: late.nodePssMb,
       browser_pss_mb_after_all: late.browserPssMb,
       memory_bound_mb: boundMb,
+      container_working_set_mb_after_50: mib(earlyWorkingSet),
+      container_working_set_mb_after_all: mib(lateWorkingSet),
+      container_peak_mb: mib(peak),
     }),
   );
 } finally {
   if (browser.connected) await browser.close();
   renderer.child.kill('SIGTERM');
   await new Promise((r) => renderer.child.once('exit', r));
+  cgroup?.remove();
   rmSync(dir, { recursive: true, force: true });
 }

@@ -7,9 +7,11 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+/** Modules the benchmarks share; not benchmarks themselves. */
+const HELPERS = ['run.ts', 'machine.ts', 'cgroup.ts'];
 const name = process.argv[2];
 const available = readdirSync(here)
-  .filter((f) => f.endsWith('.ts') && !['run.ts', 'machine.ts'].includes(f))
+  .filter((f) => f.endsWith('.ts') && !HELPERS.includes(f))
   .map((f) => f.slice(0, -3));
 
 if (name === undefined || !/^[a-z0-9-]+$/.test(name) || !existsSync(path.join(here, `${name}.ts`))) {
