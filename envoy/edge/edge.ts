@@ -104,6 +104,12 @@ export function createEdge(options: EdgeOptions): Edge {
   }
 
   async function routed(req: IncomingMessage, res: ServerResponse, ctx: Context, span: Span): Promise<{ status: number; error?: string }> {
+    // The client may go at any moment: while its body is read, while policy is asked, or while
+    // the renderer works. Listening from the start, no close goes unseen.
+    const gone = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
     const read = await readBoundedBody(req, limit);
     if (read.kind === 'too_large') {
       refuseTooLarge(req, res);
@@ -131,7 +137,7 @@ export function createEdge(options: EdgeOptions): Edge {
       return error === undefined ? { status: decision.status } : { status: decision.status, error };
     }
 
-    const outcome = await upstream.forward(req, res, read.body, decision.upstream, decision.client, propagated);
+    const outcome = await upstream.forward(req, res, read.body, decision.upstream, decision.client, propagated, gone.signal);
     switch (outcome.kind) {
       case 'answered':
         if (!outcome.complete) span.setAttribute('tintype.edge.incomplete', true);

@@ -47,7 +47,10 @@ export type UpstreamOutcome =
   | { kind: 'timeout' };
 
 export interface Upstream {
-  forward(req: IncomingMessage, res: ServerResponse, body: Buffer, granted: Headers, client: Headers, trace: Headers): Promise<UpstreamOutcome>;
+  /** Routes one request; `clientGone` aborts when the client went away (also before the call). */
+  forward(
+    req: IncomingMessage, res: ServerResponse, body: Buffer, granted: Headers, client: Headers, trace: Headers, clientGone: AbortSignal,
+  ): Promise<UpstreamOutcome>;
   close(): void;
 }
 
@@ -70,12 +73,15 @@ export function createUpstream(rendererUrl: string, timeoutMs: number): Upstream
   // `timeout` on the agent drops free sockets idle that long (a socket in use only gets an event nobody acts on).
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1024, timeout: UPSTREAM_IDLE_MS });
   return {
-    forward(req, res, body, granted, client, trace) {
+    forward(req, res, body, granted, client, trace, clientGone) {
+      // Gone while the check was made: nothing is sent, so nothing is rendered or metered.
+      if (clientGone.aborted) return Promise.resolve({ kind: 'client_gone' });
       return new Promise((resolve) => {
         let settled = false;
         const done = (o: UpstreamOutcome): void => {
           if (settled) return;
           settled = true;
+          clientGone.removeEventListener('abort', onClientGone);
           resolve(o);
         };
         const headers = upstreamRequestHeaders(req.headers, granted, trace, body.length);
@@ -86,12 +92,11 @@ export function createUpstream(rendererUrl: string, timeoutMs: number): Upstream
         }, timeoutMs);
         // The client went away before its answer was complete: abort the render now.
         const onClientGone = (): void => {
-          if (res.writableFinished) return;
           clearTimeout(timer);
           ureq.destroy();
           done({ kind: 'client_gone' });
         };
-        res.once('close', onClientGone);
+        clientGone.addEventListener('abort', onClientGone, { once: true });
         const attempt = (mayRetry: boolean): void => {
           ureq = http.request({
             host: base.hostname,

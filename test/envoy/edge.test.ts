@@ -205,6 +205,28 @@ t.test('a client that goes away mid-render aborts the upstream request at once',
   t.match(r.metrics.render(), /tintype_edge_client_aborts_total\{operation="other"\} 1/);
 });
 
+t.test('a client that goes away while policy is asked: nothing is routed, so nothing renders or is metered', async (t) => {
+  const r = await rig(t);
+  await new Promise<void>((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port: r.port, path: '/v1/slow', headers: { authorization: 'Bearer sk_slow_0123456789' }, agent: false });
+    req.on('error', () => {});
+    req.end();
+    const poll = setInterval(() => {
+      if (r.policy.seen.length > 0) {
+        clearInterval(poll);
+        req.destroy();
+        resolve();
+      }
+    }, 5);
+  });
+  const started = Date.now();
+  while (r.edge.inFlight() > 0 && Date.now() - started < 5_000) await new Promise((res) => setTimeout(res, 10));
+  t.equal(r.edge.inFlight(), 0, 'the request is over once policy answered');
+  await new Promise((res) => setTimeout(res, 200));
+  t.same(r.renderer.seen, [], 'the renderer never got the request');
+  t.match(r.metrics.render(), /tintype_edge_client_aborts_total\{operation="other"\} 1/);
+});
+
 t.test('policy or renderer unreachable: 503 busy, never a hang', async (t) => {
   const dead = 'http://127.0.0.1:1';
   const noPolicy = await rig(t, { policyUrl: dead });

@@ -31,7 +31,10 @@ function closer(server: http.Server): () => Promise<void> {
   };
 }
 
-/** Policy: `Bearer sk_good…` is allowed, `Bearer sk_busy…` is rate limited, anything else is 401. */
+/**
+ * Policy: `Bearer sk_good…` is allowed, `Bearer sk_slow…` too but 300 ms later, `Bearer sk_busy…`
+ * is rate limited, anything else is 401.
+ */
 export async function policyStub(): Promise<Stub> {
   const seen: Seen[] = [];
   const { server, url } = await listen((req, res) => {
@@ -41,9 +44,13 @@ export async function policyStub(): Promise<Stub> {
       seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, bodyLength: n });
       const auth = req.headers['authorization'] ?? '';
       const position = { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '41' };
-      if (auth.startsWith('Bearer sk_good')) {
-        res.writeHead(200, { ...position, 'x-tintype-lease': 'lease-1', 'x-tintype-key': 'key-1', 'x-policy-internal': 'no' });
-        res.end();
+      if (auth.startsWith('Bearer sk_good') || auth.startsWith('Bearer sk_slow')) {
+        const allow = (): void => {
+          res.writeHead(200, { ...position, 'x-tintype-lease': 'lease-1', 'x-tintype-key': 'key-1', 'x-policy-internal': 'no' });
+          res.end();
+        };
+        if (auth.startsWith('Bearer sk_slow')) setTimeout(allow, 300);
+        else allow();
       } else if (auth.startsWith('Bearer sk_busy')) {
         const body = JSON.stringify({ error: 'rate_limited', limit: 60, windowSec: 60, retryAfterSec: 17 });
         res.writeHead(429, { ...position, 'x-ratelimit-remaining': '0', 'retry-after': '17', 'content-type': 'application/json; charset=utf-8', 'x-policy-internal': 'no' });
