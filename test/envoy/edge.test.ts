@@ -40,6 +40,22 @@ async function rig(t: { teardown(fn: () => unknown): void }, extra: { policyUrl?
 
 const json = (b: Buffer): any => JSON.parse(b.toString('utf8'));
 
+/** Asks for `/v1/slow` and goes away (closes the connection) as soon as `now()` holds. */
+function leaveWhen(port: number, headers: Record<string, string>, now: () => boolean): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const req = http.request({ host: '127.0.0.1', port, path: '/v1/slow', headers, agent: false });
+    req.on('error', () => {});
+    req.end();
+    const poll = setInterval(() => {
+      if (now()) {
+        clearInterval(poll);
+        req.destroy();
+        resolve();
+      }
+    }, 5);
+  });
+}
+
 t.test('413 before any key lookup, at the limit and one byte past it', async (t) => {
   const r = await rig(t);
   const rows = [
@@ -185,18 +201,7 @@ t.test('allowed: lease headers go upstream, the key does not, forged lease heade
 
 t.test('a client that goes away mid-render aborts the upstream request at once', async (t) => {
   const r = await rig(t);
-  await new Promise<void>((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port: r.port, path: '/v1/slow', headers: GOOD, agent: false });
-    req.on('error', () => {});
-    req.end();
-    const poll = setInterval(() => {
-      if (r.renderer.seen.length > 0) {
-        clearInterval(poll);
-        req.destroy();
-        resolve();
-      }
-    }, 5);
-  });
+  await leaveWhen(r.port, GOOD, () => r.renderer.seen.length > 0);
   const started = Date.now();
   while (r.renderer.aborted.length === 0 && Date.now() - started < 5_000) await new Promise((res) => setTimeout(res, 10));
   t.same(r.renderer.aborted, ['/v1/slow']);
@@ -207,18 +212,7 @@ t.test('a client that goes away mid-render aborts the upstream request at once',
 
 t.test('a client that goes away while policy is asked: nothing is routed, so nothing renders or is metered', async (t) => {
   const r = await rig(t);
-  await new Promise<void>((resolve) => {
-    const req = http.request({ host: '127.0.0.1', port: r.port, path: '/v1/slow', headers: { authorization: 'Bearer sk_slow_0123456789' }, agent: false });
-    req.on('error', () => {});
-    req.end();
-    const poll = setInterval(() => {
-      if (r.policy.seen.length > 0) {
-        clearInterval(poll);
-        req.destroy();
-        resolve();
-      }
-    }, 5);
-  });
+  await leaveWhen(r.port, { authorization: 'Bearer sk_slow_0123456789' }, () => r.policy.seen.length > 0);
   const started = Date.now();
   while (r.edge.inFlight() > 0 && Date.now() - started < 5_000) await new Promise((res) => setTimeout(res, 10));
   t.equal(r.edge.inFlight(), 0, 'the request is over once policy answered');
