@@ -30,10 +30,11 @@ const V2: Layout = { usage: 'memory.current', peak: 'memory.peak', inactiveFile:
 
 /** This process's memory cgroup directory and its layout, from /proc/self/cgroup. */
 function ownMemoryCgroup(): { dir: string; layout: Layout } | undefined {
-  const lines = readFileSync('/proc/self/cgroup', 'utf8').trim().split('\n');
-  const v1 = lines.map((l) => l.split(':')).find(([, controllers]) => controllers?.split(',').includes('memory'));
+  // Each line is `id:controllers:path`.
+  const entries = readFileSync('/proc/self/cgroup', 'utf8').trim().split('\n').map((l) => l.split(':'));
+  const v1 = entries.find(([, controllers]) => controllers?.split(',').includes('memory'));
   if (v1 !== undefined) return { dir: path.join('/sys/fs/cgroup/memory', v1[2] ?? '/'), layout: V1 };
-  const v2 = lines.map((l) => l.split(':')).find(([id, controllers]) => id === '0' && controllers === '');
+  const v2 = entries.find(([id, controllers]) => id === '0' && controllers === '');
   if (v2 !== undefined) return { dir: path.join('/sys/fs/cgroup', v2[2] ?? '/'), layout: V2 };
   return undefined;
 }

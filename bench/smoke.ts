@@ -38,9 +38,13 @@ function runBench(name: string, args: string[]): Promise<{ code: number | null; 
   });
 }
 
+/** The last line a benchmark printed. */
+function lastLine(out: string): string {
+  return out.trimEnd().split('\n').at(-1) ?? '';
+}
+
 /** The benchmark's last line, if it is its JSON figures. */
-function figuresOf(out: string): Record<string, unknown> | undefined {
-  const last = out.trimEnd().split('\n').at(-1) ?? '';
+function figuresOf(last: string): Record<string, unknown> | undefined {
   try {
     const parsed = JSON.parse(last) as unknown;
     return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
@@ -56,11 +60,12 @@ for (const [name, args] of RUNS) {
   const started = performance.now();
   const { code, out, err } = await runBench(name, args);
   const seconds = round2((performance.now() - started) / 1000);
-  const figures = figuresOf(out);
+  const last = lastLine(out);
+  const figures = figuresOf(last);
   const expected = args.includes('--phases') ? `${name}-phases` : name;
   if (code !== 0 || figures?.bench !== expected) {
     failed += 1;
-    console.log(`FAILED ${name} ${args.join(' ')}: exit ${code}, last line ${JSON.stringify(out.trimEnd().split('\n').at(-1))}`);
+    console.log(`FAILED ${name} ${args.join(' ')}: exit ${code}, last line ${JSON.stringify(last)}`);
     console.log(err.trimEnd().split('\n').slice(-20).join('\n'));
   } else {
     console.log(`ok ${name} ${args.join(' ')} (${seconds} s)`);
