@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startDnsServer } from '../test/policy/guard/dns-server.ts';
+import { startDnsServer } from '../test/guard/dns-server.ts';
 import { percentile, printMachine, round2 } from './machine.ts';
 
 const TARGET_HOST = '127.0.0.5';

@@ -37,7 +37,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { createLogger } from '../lib/log.ts';
-import { createGuard, DnsFailure } from '../policy/guard/index.ts';
+import { createGuard, DnsFailure } from '../guard/index.ts';
 import { chromiumExecutable, createBrowserPool } from '../renderer/browser/index.ts';
 import { descendants } from '../test/renderer/server/procs.ts';
 import { createMemoryCgroup, type MemoryCgroup } from './cgroup.ts';

@@ -7,7 +7,7 @@ import { loadConfig } from '../../lib/config.ts';
 import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
-import { createGuard, guardSettings } from '../../policy/guard/index.ts';
+import { createGuard, guardSettings } from '../../guard/index.ts';
 import { waitForStopSignal, type Command } from './command.ts';
 
 /** Proxy port of `tintype guard` (DESIGN.md §1) and its admin port. */

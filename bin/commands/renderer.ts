@@ -18,7 +18,7 @@ import { createLogger, type Logger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { agentSettler, type Settler } from '../../lib/policy-contract.ts';
 import { startTelemetry } from '../../lib/telemetry.ts';
-import { createGuard, createJudge, guardSettings, judgeUrl, type Guard } from '../../policy/guard/index.ts';
+import { createGuard, createJudge, guardSettings, judgeUrl, type Guard } from '../../guard/index.ts';
 import { createBrowserPool, guardEndpointFromConfig, type GuardEndpoint } from '../../renderer/browser/index.ts';
 import { createRenderCache } from '../../renderer/cache/index.ts';
 import { createOgDrawer } from '../../renderer/og/index.ts';

@@ -1,6 +1,6 @@
 /**
  * What the operations need from the parts around them, as small interfaces: the Chromium pool
- * (renderer/browser), the guard's page-address judgement (policy/guard judgeUrl) and the cache.
+ * (renderer/browser), the guard's page-address judgement (guard judgeUrl) and the cache.
  */
 import type { RejectReason } from '../../lib/errors.ts';
 import type { BrowserPool } from '../browser/index.ts';

@@ -1,5 +1,5 @@
 /**
- * Shared parts of the pool's tests: the real guard (policy/guard) on a unix socket and a port,
+ * Shared parts of the pool's tests: the real guard (guard/) on a unix socket and a port,
  * opened only for the test's own site on 127.0.0.9 (GUARD_ALLOW_CIDRS), a resolver seam so
  * nothing leaves loopback, the site itself, a pool wired to both, and /proc readers.
  */
@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Page } from 'puppeteer-core';
 import { createLogger, type Logger } from '../../../lib/log.ts';
-import { createGuard, DnsFailure, type Guard } from '../../../policy/guard/index.ts';
+import { createGuard, DnsFailure, type Guard } from '../../../guard/index.ts';
 import { createBrowserPool, type BrowserPool, type BrowserPoolOptions, type GuardEndpoint } from '../../../renderer/browser/index.ts';
 import { processTree } from '../../../renderer/browser/process-tree.ts';
 

@@ -7,7 +7,7 @@
 import path from 'node:path';
 import t from 'tap';
 import { ServiceError } from '../../../lib/errors.ts';
-import { createGuard } from '../../../policy/guard/index.ts';
+import { createGuard } from '../../../guard/index.ts';
 import { canaryAddresses, runSelfTest, selfTestPage } from '../../../renderer/browser/self-test.ts';
 import { inProcess, job, quietLogger, startGuard, startPool, tempDir, until } from './helpers.ts';
 import { startStandInGuard } from './stand-in-guard.ts';

@@ -1,6 +1,6 @@
 /**
  * Guards that do their job wrong, for the self-test's failure tests (the real guard is
- * policy/guard). Both speak the guard's protocol (lib/guard-contract.ts): absolute-form HTTP,
+ * guard/). Both speak the guard's protocol (lib/guard-contract.ts): absolute-form HTTP,
  * CONNECT, and `GET /renders/<token>` for a render's tally.
  * - `open`: forwards everything to the address the request names and counts nothing (a guard
  *   whose rules let private addresses through).

@@ -1,6 +1,6 @@
 /**
  * A whole renderer for tests: a test site on a loopback address of its own, the real guard
- * (policy/guard) with GUARD_ALLOW_CIDRS opening that one address only, the real Chromium pool in
+ * (guard/) with GUARD_ALLOW_CIDRS opening that one address only, the real Chromium pool in
  * netns isolation, a cache, a recording settler, and the renderer server on port 0.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -12,7 +12,7 @@ import { loadConfig, type Config } from '../../../lib/config.ts';
 import { createLogger, type Logger } from '../../../lib/log.ts';
 import { Registry } from '../../../lib/metrics.ts';
 import { LEASE_HEADER, type SettleRequest, type Settler } from '../../../lib/policy-contract.ts';
-import { createGuard, judgeUrl, type Guard } from '../../../policy/guard/index.ts';
+import { createGuard, judgeUrl, type Guard } from '../../../guard/index.ts';
 import { createBrowserPool, type BrowserPool } from '../../../renderer/browser/index.ts';
 import { FileCache, type RenderCache } from '../../../renderer/cache/index.ts';
 import type { UrlJudge } from '../../../renderer/operations/index.ts';

@@ -4,9 +4,9 @@
  * Never the URL, host, address or render token. The same decision feeds the metrics, whose
  * labels are bounded vocabularies (DESIGN.md §6 "guard refusals by reason").
  */
-import { REJECT_REASONS, type RejectReason } from '../../lib/errors.ts';
-import type { Logger } from '../../lib/log.ts';
-import type { Counter, Gauge, Registry } from '../../lib/metrics.ts';
+import { REJECT_REASONS, type RejectReason } from '../lib/errors.ts';
+import type { Logger } from '../lib/log.ts';
+import type { Counter, Gauge, Registry } from '../lib/metrics.ts';
 
 /** How the request reached the guard. `malformed`: Node's HTTP parser refused it. */
 export type RequestKind = 'http' | 'connect' | 'upgrade' | 'malformed';

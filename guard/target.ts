@@ -5,7 +5,7 @@
  * is never handed to a resolver; IPv6 literals are parsed as addresses (zone ids are not
  * valid in a URL and are refused). Pure functions, no I/O.
  */
-import type { RejectReason } from '../../lib/errors.ts';
+import type { RejectReason } from '../lib/errors.ts';
 import { parseAddress, type Address } from './address.ts';
 import { isRefusedName, isResolvableName } from './names.ts';
 

@@ -4,10 +4,10 @@
  * at all (numeric hosts and refused names never do).
  */
 import t from 'tap';
-import { Judge, firstReason, judgeUrl } from '../../../policy/guard/judge.ts';
-import { DnsFailure, type Resolve } from '../../../policy/guard/resolver.ts';
-import { failingRequest, parseConnectTarget, parseRequestTarget, requestLineOf, rawHeader } from '../../../policy/guard/target.ts';
-import type { SelfSet } from '../../../policy/guard/self.ts';
+import { Judge, firstReason, judgeUrl } from '../../guard/judge.ts';
+import { DnsFailure, type Resolve } from '../../guard/resolver.ts';
+import { failingRequest, parseConnectTarget, parseRequestTarget, requestLineOf, rawHeader } from '../../guard/target.ts';
+import type { SelfSet } from '../../guard/self.ts';
 
 const ZONE: Record<string, string[] | DnsFailure> = {
   'public.example': ['93.184.215.14', '2606:2800:21f:cb07:6820:80da:af6b:8b2c'],

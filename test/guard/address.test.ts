@@ -2,10 +2,10 @@
  * The pure address rule, one row per IANA special-purpose block (first address, last address,
  * and one address outside with what it must be), then the wrapping forms, allowed ranges and
  * the service's own addresses. Expected verdicts are written out here, not derived from the
- * table the code uses, so a wrong block in policy/guard/ranges.ts fails a row.
+ * table the code uses, so a wrong block in guard/ranges.ts fails a row.
  */
 import t from 'tap';
-import { judgeAddress, parseAddress, parseCidr, dialTarget, NO_RULES, type AddressRules } from '../../../policy/guard/address.ts';
+import { judgeAddress, parseAddress, parseCidr, dialTarget, NO_RULES, type AddressRules } from '../../guard/address.ts';
 
 type Row = [block: string, inside: string[], outside: string, outsideVerdict: 'ok' | 'private_address'];
 

@@ -13,8 +13,8 @@ import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { createLogger } from '../../../lib/log.ts';
-import { createGuard } from '../../../policy/guard/index.ts';
+import { createLogger } from '../../lib/log.ts';
+import { createGuard } from '../../guard/index.ts';
 import { NXDOMAIN, startDnsServer, type Zone } from './dns-server.ts';
 import {
   closeServer,

@@ -5,8 +5,8 @@
  * refusal is dropped, and at most `maxEntries` are kept (oldest dropped first), so tokens that
  * are never fetched cannot grow memory.
  */
-import type { RejectReason } from '../../lib/errors.ts';
-import type { RenderTally } from '../../lib/guard-contract.ts';
+import type { RejectReason } from '../lib/errors.ts';
+import type { RenderTally } from '../lib/guard-contract.ts';
 
 interface Entry extends RenderTally {
   expiresAt: number;

@@ -8,7 +8,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { DialAddress } from './judge.ts';
-import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER, type GuardFailure } from '../../lib/guard-contract.ts';
+import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER, type GuardFailure } from '../lib/guard-contract.ts';
 import { endToEnd } from './headers.ts';
 import type { Target } from './target.ts';
 import type { Outcome } from './decisions.ts';

@@ -11,10 +11,10 @@
 import http from 'node:http';
 import net from 'node:net';
 import t from 'tap';
-import { renderAuthorization } from '../../../lib/guard-contract.ts';
-import { createLogger } from '../../../lib/log.ts';
-import { Registry } from '../../../lib/metrics.ts';
-import { createGuard, type Guard } from '../../../policy/guard/index.ts';
+import { renderAuthorization } from '../../lib/guard-contract.ts';
+import { createLogger } from '../../lib/log.ts';
+import { Registry } from '../../lib/metrics.ts';
+import { createGuard, type Guard } from '../../guard/index.ts';
 import { NXDOMAIN, SERVFAIL, startDnsServer, type Zone } from './dns-server.ts';
 import { closeServer, connectVia, listenOn, rawExchange, startCanary, touch, viaGuard, type Answer } from './helpers.ts';
 

@@ -4,7 +4,7 @@
  * it takes a render slot (spec 4.4 rule 3). Parse ▸ refuse by name ▸ resolve once ▸ judge
  * every answer ▸ keep the addresses that passed, which are the only ones ever dialled.
  */
-import { REJECT_REASONS, type RejectReason } from '../../lib/errors.ts';
+import { REJECT_REASONS, type RejectReason } from '../lib/errors.ts';
 import {
   dialTarget,
   judgeAddress,

@@ -15,9 +15,9 @@
  */
 import http from 'node:http';
 import t, { type Test } from 'tap';
-import { createLogger } from '../../../lib/log.ts';
-import { Registry } from '../../../lib/metrics.ts';
-import { createGuard } from '../../../policy/guard/index.ts';
+import { createLogger } from '../../lib/log.ts';
+import { Registry } from '../../lib/metrics.ts';
+import { createGuard } from '../../guard/index.ts';
 import { NXDOMAIN, startDnsServer, type Zone } from './dns-server.ts';
 import { closeServer, eventually, guardedContext, launchChromium, listenOn, startCanary, touch } from './helpers.ts';
 

@@ -13,10 +13,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { renderAuthorization } from '../../../lib/guard-contract.ts';
+import { renderAuthorization } from '../../lib/guard-contract.ts';
 import { closeServer, listenOn, startCanary, viaGuard } from './helpers.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const tintype = path.join(root, 'bin', 'tintype');
 
 interface Running {
