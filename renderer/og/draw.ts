@@ -3,11 +3,11 @@
  * surface and every cache live for the life of the thread.
  */
 import type { OgCard } from './fields.ts';
-import { encodePng } from './png.ts';
-import { Surface } from './surface.ts';
+import { encodePng } from './typeset/png.ts';
+import { Surface } from './typeset/surface.ts';
 import { paintCard, type Regions } from './templates.ts';
 import { ground } from './theme.ts';
-import { faces } from './faces.ts';
+import { faces } from './typeset/faces.ts';
 import { TEMPLATES } from './fields.ts';
 import { SCRIPTS, fullCard } from './samples.ts';
 

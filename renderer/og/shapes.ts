@@ -1,5 +1,5 @@
 /** Outlines of the board row's shapes: rounded cells, the ring round the question mark, arrows. */
-import { Outline, rasterize, type Mask } from './raster.ts';
+import { Outline, rasterize, type Mask } from './typeset/raster.ts';
 
 // Cubic Bezier handle length that approximates a quarter circle.
 const K = 0.5523;

@@ -9,11 +9,11 @@
  * empty and nothing else is added (no service branding).
  */
 import type { OgCard } from './fields.ts';
-import { paintBlock, place, placeMiddle, stack, type BlockSpec } from './layout.ts';
+import { paintBlock, place, placeMiddle, stack, type BlockSpec } from './typeset/layout.ts';
 import { arrow, ring, roundedRect, roundedRectRing } from './shapes.ts';
-import type { Rect, Surface } from './surface.ts';
+import type { Rect, Surface } from './typeset/surface.ts';
 import { PALETTES, type Palette } from './theme.ts';
-import { sizes } from './wrap.ts';
+import { sizes } from './typeset/wrap.ts';
 
 /** Slot regions drawn on a card, by slot name; `row` holds the board's arrows and ring. */
 export type Regions = Record<string, Rect>;

@@ -2,7 +2,7 @@
  * The two themes (spec 4.5: `dark`, the default, and `light`): colours and the ground each
  * card starts from. Grounds are painted once per worker and copied onto every card.
  */
-import { CARD_HEIGHT, CARD_WIDTH, type Rgb } from './surface.ts';
+import { CARD_HEIGHT, CARD_WIDTH, type Rgb } from './typeset/surface.ts';
 import type { Theme } from './fields.ts';
 
 export interface Palette {

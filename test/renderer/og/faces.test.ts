@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { openSync, readSync, closeSync, readFileSync } from 'node:fs';
 import t from 'tap';
-import { faces, type Role } from '../../../renderer/og/faces.ts';
-import { shape } from '../../../renderer/og/shape.ts';
+import { faces, type Role } from '../../../renderer/og/typeset/faces.ts';
+import { shape } from '../../../renderer/og/typeset/shape.ts';
 
 const APT_LIST = new URL('../../../scripts/apt-packages.txt', import.meta.url);
 

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import t from 'tap';
 import { TEMPLATES, THEMES, type OgCard } from '../../../renderer/og/fields.ts';
-import { decodePng, encodePng } from '../../../renderer/og/png.ts';
+import { decodePng, encodePng } from '../../../renderer/og/typeset/png.ts';
 import { SCRIPTS, fullCard } from '../../../renderer/og/samples.ts';
 import { inked, HEIGHT, WIDTH } from './ink.ts';
 

@@ -1,7 +1,7 @@
 /** Pixel helpers of the OG drawing tests: where a card has ink, measured against its ground. */
 import { paintPixels } from '../../../renderer/og/draw.ts';
 import type { OgCard } from '../../../renderer/og/fields.ts';
-import type { Rect } from '../../../renderer/og/surface.ts';
+import type { Rect } from '../../../renderer/og/typeset/surface.ts';
 import type { Regions } from '../../../renderer/og/templates.ts';
 import { ground } from '../../../renderer/og/theme.ts';
 

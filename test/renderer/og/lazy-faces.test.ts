@@ -6,10 +6,10 @@
  */
 import { createRequire } from 'node:module';
 import t from 'tap';
-import { faces } from '../../../renderer/og/faces.ts';
+import { faces } from '../../../renderer/og/typeset/faces.ts';
 import { paintPixels, warmUp } from '../../../renderer/og/draw.ts';
 import { SCRIPTS, fullCard } from '../../../renderer/og/samples.ts';
-import { LazyTrueType, type OtGlyph } from '../../../renderer/og/truetype.ts';
+import { LazyTrueType, type OtGlyph } from '../../../renderer/og/typeset/truetype.ts';
 
 interface FullFont {
   numGlyphs: number;

@@ -1,6 +1,6 @@
 import { inflateSync } from 'node:zlib';
 import t from 'tap';
-import { decodePng, encodePng } from '../../../renderer/og/png.ts';
+import { decodePng, encodePng } from '../../../renderer/og/typeset/png.ts';
 
 function chunks(png: Buffer): { type: string; data: Buffer }[] {
   const out: { type: string; data: Buffer }[] = [];

@@ -2,7 +2,7 @@ import t from 'tap';
 import { ServiceError } from '../../../lib/errors.ts';
 import { createOgDrawer } from '../../../renderer/og/index.ts';
 import { createOgPool } from '../../../renderer/og/pool.ts';
-import { decodePng } from '../../../renderer/og/png.ts';
+import { decodePng } from '../../../renderer/og/typeset/png.ts';
 import type { OgCard } from '../../../renderer/og/fields.ts';
 
 const FAULTY = new URL('./fixtures/faulty-worker.ts', import.meta.url);

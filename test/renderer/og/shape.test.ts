@@ -1,7 +1,7 @@
 import t from 'tap';
-import { joinArabic } from '../../../renderer/og/arabic.ts';
-import { shape, visualOrder, isRtlParagraph } from '../../../renderer/og/shape.ts';
-import { wrap } from '../../../renderer/og/wrap.ts';
+import { joinArabic } from '../../../renderer/og/typeset/arabic.ts';
+import { shape, visualOrder, isRtlParagraph } from '../../../renderer/og/typeset/shape.ts';
+import { wrap } from '../../../renderer/og/typeset/wrap.ts';
 
 const hex = (s: string) => [...s].map((c) => c.codePointAt(0)!.toString(16)).join(' ');
 const all = () => true;
