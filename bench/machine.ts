@@ -1,4 +1,4 @@
-/** The machine and versions every benchmark prints before its figures (DESIGN.md §7). */
+/** The machine and versions every benchmark prints before its figures (README "Commands"). */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';

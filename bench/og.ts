@@ -1,5 +1,5 @@
 /**
- * The OG card's cost (issue 4, "Done means"; DESIGN.md §7): p50/p95 per uncached card and cards
+ * The OG card's cost (README "Commands"): p50/p95 per uncached card and cards
  * per second on the drawing pool (2 threads), beside satori + resvg drawing an equivalent card
  * (same size, same layout, same Noto Sans faces) in the same run. Targets: p50 ≤ 20 ms per card,
  * ≥ 60 cards/s on 2 cores, and faster than satori + resvg.
@@ -8,7 +8,7 @@
  * as they do in a running renderer. Latency is one card at a time; throughput keeps
  * `--concurrency` cards in flight. The baseline runs on the same number of worker threads.
  *
- * Memory (issue 5: the renderer's RSS bound includes these threads): one drawing thread's heap
+ * Memory (the renderer's RSS bound includes these threads): one drawing thread's heap
  * (`process.memoryUsage()` inside it) and what it adds to the process's PSS (smaps_rollup), warm
  * on Latin cards and after one card of every script; and the process's PSS with the pool idle
  * after `start()` and after the throughput run (every thread started).

@@ -1,4 +1,4 @@
-/** The `tintype` command: one subcommand per role (DESIGN.md §1). Wiring only. */
+/** The `tintype` command: one subcommand per role (docs/architecture.md §1). Wiring only. */
 import { commands } from './commands/index.ts';
 
 const [name, ...args] = process.argv.slice(2);

@@ -1,5 +1,5 @@
 /**
- * The pure address rule (issue 2 §2 rule 4; DESIGN.md §5): is one IP address, as a resolver
+ * The pure address rule (docs/architecture.md §6, §7 rule 4): is one IP address, as a resolver
  * answered it or as a URL spelled it after WHATWG parsing, a place a page may reach?
  *
  * Order of questions for one address:
@@ -10,7 +10,7 @@
  *  3. Other IPv6 outside 2000::/3, or inside any special-purpose block: refused.
  *  4. IPv4 inside any special-purpose block or multicast: refused.
  * A private address is `private_address`; an otherwise reachable address of the service itself
- * is `denied_host` (private first: spec Part 7 and issue 2 §2 rule 6).
+ * is `denied_host` (private first: spec Part 7 and docs/architecture.md §7 rule 6).
  */
 import ipaddr from 'ipaddr.js';
 import {

@@ -1,8 +1,8 @@
 /**
- * One canonical line per request or tunnel (issue 2 §2 rule 6): what kind of request, whether
+ * One canonical line per request or tunnel (docs/architecture.md §7 rule 6): what kind of request, whether
  * it was refused and why, whether it named a render, the status answered and how long it took.
  * Never the URL, host, address or render token. The same decision feeds the metrics, whose
- * labels are bounded vocabularies (DESIGN.md §6 "guard refusals by reason").
+ * labels are bounded vocabularies (README "Telemetry").
  */
 import { REJECT_REASONS, type RejectReason } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';

@@ -1,6 +1,6 @@
 /**
- * The egress guard (issue 2 §2; DESIGN.md §1, §4): the forward proxy every browser fetch
- * leaves through, on a TCP port and/or a unix socket, with the Lifecycle of STYLE.md habit 2.
+ * The egress guard (docs/architecture.md §1, §2, §7): the forward proxy every browser fetch
+ * leaves through, on a TCP port and/or a unix socket, with the Lifecycle of lib/lifecycle.ts.
  * Also the one Judge the renderer uses for page addresses before it takes a slot.
  */
 import { existsSync, lstatSync, unlinkSync } from 'node:fs';
@@ -42,7 +42,7 @@ export interface GuardOptions {
   maxTunnels?: number;
   logger?: Logger;
   metrics?: Registry;
-  /** Seams (STYLE.md habit 6): the resolver, the dialer, this host's interface addresses. */
+  /** Seams: the resolver, the dialer, this host's interface addresses. */
   resolve?: Resolve;
   dial?: Dial;
   interfaces?: () => readonly string[];
@@ -106,7 +106,7 @@ export async function createJudge(options: GuardOptions & { logger?: Logger } = 
   return new Judge({ resolve, allowCidrs: options.allowCidrs ?? [], self });
 }
 
-/** A bad range or server stops the guard with the name of the setting (STYLE.md habit 4). */
+/** A bad range or server stops the guard with the name of the setting. */
 function checkSettings(options: GuardOptions): void {
   for (const cidr of options.allowCidrs ?? []) {
     try {

@@ -1,5 +1,5 @@
 /**
- * The one code path that decides whether a target may be reached (issue 2 §2 rules 1–6), used
+ * The one code path that decides whether a target may be reached (docs/architecture.md §7 rules 1–6), used
  * by the proxy for every request and tunnel and by the renderer for the page address before
  * it takes a render slot (spec 4.4 rule 3). Parse ▸ refuse by name ▸ resolve once ▸ judge
  * every answer ▸ keep the addresses that passed, which are the only ones ever dialled.
@@ -29,7 +29,7 @@ export type Judgement =
   | { ok: true; target: Target; addresses: DialAddress[] }
   | { ok: false; reason: RejectReason; dnsCode?: string };
 
-/** The first of several reasons in the order of issue 2 §2 rule 6. */
+/** The first of several reasons in the order of docs/architecture.md §7 rule 6. */
 export function firstReason(reasons: Iterable<RejectReason>): RejectReason | undefined {
   let best: number | undefined;
   for (const r of reasons) {

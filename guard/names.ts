@@ -1,5 +1,5 @@
 /**
- * Names refused without a lookup (spec Part 1 rule 6; issue 2 §2 rule 2): `localhost` and
+ * Names refused without a lookup (spec Part 1 rule 6; docs/architecture.md §7 rule 2): `localhost` and
  * names under `.localhost`, `.local`, `.internal` and `.home.arpa`. The host reaching here has
  * been through WHATWG host parsing, so it is already lower case and IDNA-mapped (fullwidth
  * letters and ideographic dots become ASCII); a trailing dot is ignored.

@@ -1,5 +1,5 @@
 /**
- * The forward proxy Chromium's traffic leaves through (DESIGN.md §4 "guard"; issue 2 §2):
+ * The forward proxy Chromium's traffic leaves through (docs/architecture.md §2 "guard", §7):
  * absolute-form `http:` requests, `CONNECT host:port` tunnels, absolute-form WebSocket
  * upgrades, and the origin-form `GET /renders/<token>` tally fetch of lib/guard-contract.ts.
  * Every request is judged on its own, also the second and later ones of a kept-alive
@@ -144,8 +144,8 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
     const line = requestLineOf(raw);
     const token = renderTokenFrom(rawHeader(raw, 'proxy-authorization'));
     // Node refused the request (a `data:` or `javascript:` target, a target with no host,
-    // spaces, odd bytes): it cannot be carried, but it still gets the guard's answer (issue 2
-    // §2 rule 6). The same rules judge what can be read of its target, so the reason is the
+    // spaces, odd bytes): it cannot be carried, but it still gets the guard's answer (docs/architecture.md
+    // §7 rule 6). The same rules judge what can be read of its target, so the reason is the
     // one the rules give it; a target the rules would pass is still no host we can use.
     void (async () => {
       const judged = line === undefined ? undefined : await ctx.judge.judge(parseRequestTarget(line.method, line.target));

@@ -1,5 +1,5 @@
 /**
- * The refused ranges of issue 2 §2 rule 4 and spec Part 1 rule 6: every block of the IANA
+ * The refused ranges of docs/architecture.md §7 rule 4 and spec Part 1 rule 6: every block of the IANA
  * IPv4 and IPv6 Special-Purpose Address Registries (including those the registry marks as
  * globally reachable: a page has no business with anycast relays or AS112 sinks), plus the
  * multicast blocks. IPv6 outside 2000::/3 is refused by a rule of its own (address.ts), so
@@ -82,7 +82,7 @@ export type Cidr6 = [ipaddr.IPv6, number];
 export const PARSED_V4: readonly Cidr4[] = IPV4_BLOCKS.map((b) => ipaddr.IPv4.parseCIDR(b.cidr));
 export const PARSED_V6: readonly Cidr6[] = IPV6_BLOCKS.map((b) => ipaddr.IPv6.parseCIDR(b.cidr));
 
-/** The global unicast space; IPv6 outside it is refused (issue 2 §2 rule 4). */
+/** The global unicast space; IPv6 outside it is refused (docs/architecture.md §7 rule 4). */
 export const GLOBAL_UNICAST_V6: Cidr6 = ipaddr.IPv6.parseCIDR('2000::/3');
 /** Wrapping forms whose inner IPv4 is judged (RFC 4291 mapped, RFC 6052 well-known NAT64 prefix). */
 export const MAPPED_V6: Cidr6 = ipaddr.IPv6.parseCIDR('::ffff:0:0/96');

@@ -1,5 +1,5 @@
 /**
- * The guard's one lookup per target (issue 2 §2 rule 3): A and AAAA together, every answer,
+ * The guard's one lookup per target (docs/architecture.md §7 rule 3): A and AAAA together, every answer,
  * bounded by a timeout. GUARD_DNS_SERVERS names the servers (node:dns Resolver.setServers);
  * unset, the system's configured name servers (resolv.conf) are asked. `/etc/hosts` is not
  * consulted: it maps names to local addresses, which is exactly what a page must not reach.

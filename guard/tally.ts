@@ -1,5 +1,5 @@
 /**
- * Refusals counted per render (issue 2 §2 rule 8; spec 2.1 `x-render-blocked`). Keyed by the
+ * Refusals counted per render (docs/architecture.md §7 rule 8; spec 2.1 `x-render-blocked`). Keyed by the
  * render's unguessable token, so a render can only read or reset its own count by knowing its
  * own token. Only refusals create an entry; an entry not fetched within `ttlMs` of its first
  * refusal is dropped, and at most `maxEntries` are kept (oldest dropped first), so tokens that

@@ -1,5 +1,5 @@
 /**
- * Reading a target the way a browser does (issue 2 §2 rule 1): scheme, userinfo, host, port,
+ * Reading a target the way a browser does (docs/architecture.md §7 rule 1): scheme, userinfo, host, port,
  * by the WHATWG URL parser, so every numeric spelling (`2130706433`, `0177.0.0.1`, `0x7f.1`,
  * `127.1`, fullwidth digits and ideographic dots) becomes the dotted IPv4 address it means and
  * is never handed to a resolver; IPv6 literals are parsed as addresses (zone ids are not
@@ -65,7 +65,7 @@ function hostOf(hostname: string): TargetHost | Refused {
 
 /**
  * Parses an absolute URL (a page address, or the target of an absolute-form proxy request).
- * Checks in the precedence order of issue 2 §2 rule 6: scheme, credentials, host.
+ * Checks in the precedence order of docs/architecture.md §7 rule 6: scheme, credentials, host.
  */
 export function parseUrlTarget(text: string): Target | Refused {
   const scheme = SCHEME.exec(text.trimStart())?.[1]?.toLowerCase();

@@ -1,6 +1,6 @@
 /**
  * Byte tunnels (CONNECT for TLS and `wss:`, and absolute-form WebSocket upgrades) to a pinned
- * address, with the connect and idle timeouts of issue 2 §2 rule 7. The guard never looks
+ * address, with the connect and idle timeouts of docs/architecture.md §7 rule 7. The guard never looks
  * inside: what it judged is the address at the other end.
  */
 import type net from 'node:net';

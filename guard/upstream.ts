@@ -1,5 +1,5 @@
 /**
- * Reaching a target that passed (issue 2 §2 rules 5 and 7): the dialer only ever receives an
+ * Reaching a target that passed (docs/architecture.md §7 rules 5 and 7): the dialer only ever receives an
  * address the judge kept, never a name, and nothing looks the name up again. Plain HTTP goes
  * through one keep-alive agent whose pools are keyed by that pinned address and port, so a
  * reused connection always leads to an address that was judged for this very request.
@@ -118,7 +118,7 @@ export function forward(
       }
     });
     upstream.on('response', (answer) => {
-      // `x-guard-reason` and `x-guard-failure` are the guard's word alone (issue 2 §2 rule 6): a
+      // `x-guard-reason` and `x-guard-failure` are the guard's word alone (docs/architecture.md §7 rule 6): a
       // target sending one would pass for a refusal or an unreachable target, so the target's
       // own (any spelling of the name) are dropped.
       res.writeHead(

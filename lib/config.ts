@@ -1,5 +1,5 @@
 /**
- * The one place that reads process.env (STYLE.md habit 4). Every setting of DESIGN.md §3 and
+ * The one place that reads process.env. Every setting of README "Settings" and
  * the role-specific ones is parsed once, validated and frozen; a bad value throws a
  * ConfigError naming the variable and what it accepts, and the command stops with it.
  */
@@ -13,7 +13,7 @@ export class ConfigError extends Error {
 export type Isolation = 'netns' | 'pod';
 
 export interface Config {
-  /** Listen port of the role; undefined means the role's default (DESIGN.md §1). */
+  /** Listen port of the role; undefined means the role's default (docs/architecture.md §1). */
   port: number | undefined;
   /** Admin listener (metrics, /healthz/*); never the public port. */
   adminPort: number | undefined;

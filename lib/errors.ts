@@ -1,6 +1,6 @@
 /**
  * The spec's error vocabulary (Part 7) as typed values, mapped to an HTTP answer in exactly
- * one place (STYLE.md habit 3). Codes are a bounded set, so they double as metric labels.
+ * one place. Codes are a bounded set, so they double as metric labels.
  */
 
 /** `reason` values of a 422 `url_rejected`, in the order the guard gives precedence to them. */
@@ -110,7 +110,7 @@ export class ValidationFailure extends Error {
   }
 }
 
-/** Statuses whose answers are metered (spec Part 8 rule 4, DESIGN.md §4 settle). */
+/** Statuses whose answers are metered (spec Part 8 rule 4, docs/architecture.md §2 settle). */
 export function isMetered(status: number): boolean {
   return status === 200 || status === 502 || status === 504;
 }

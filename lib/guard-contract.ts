@@ -1,5 +1,5 @@
 /**
- * What crosses between the renderer and the guard (DESIGN.md §4, "guard").
+ * What crosses between the renderer and the guard (docs/architecture.md §2, "guard").
  *
  * - Chromium talks to a relay on the renderer's side, never to the guard directly. The relay
  *   adds `Proxy-Authorization: Basic base64("render:<token>")` to each request head (absolute-form

@@ -1,4 +1,4 @@
-/** The one lifecycle of anything that owns a process or a socket (STYLE.md habit 2). */
+/** The one lifecycle of anything that owns a process or a socket. */
 export interface Lifecycle {
   start(): Promise<void>;
   /** Stops accepting work, finishes or aborts what is in flight, releases every resource. */

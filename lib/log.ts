@@ -1,6 +1,6 @@
 /**
  * Structured logging: one JSON object per line on stderr. Callers pass named fields, never a
- * request's URL, HTML or API key (DESIGN.md §5); `redact` is the last line of defence for
+ * request's URL, HTML or API key (docs/architecture.md §6); `redact` is the last line of defence for
  * bearer secrets that might slip into a message.
  */
 export type Level = 'debug' | 'info' | 'warn' | 'error';

@@ -1,6 +1,6 @@
 /**
  * What crosses between the edge (Envoy or the embedded edge), policy and the renderer
- * (DESIGN.md §4, "ext_authz" and "settle").
+ * (docs/architecture.md §2, "ext_authz" and "settle").
  *
  * ext_authz: the edge sends the client's method, `EXT_AUTHZ_PREFIX + original path` and the
  * headers `authorization` and `traceparent`, no body. Policy answers a denial with the exact

@@ -1,5 +1,5 @@
 /**
- * The ext_authz decision (DESIGN.md §4): key (401) ▸ burst window (429 rate_limited) ▸ monthly
+ * The ext_authz decision (docs/architecture.md §2): key (401) ▸ burst window (429 rate_limited) ▸ monthly
  * quota counting reservations in flight (429 quota_exceeded) ▸ render places (429
  * concurrent_limit). A grant is a lease that the renderer settles.
  */
@@ -24,7 +24,7 @@ export interface PolicyOptions {
   store: PolicyStore;
   plans: Plans;
   clock: Clock;
-  /** How long a lease lives unsettled: render budget + grace (DESIGN.md §4 settle). */
+  /** How long a lease lives unsettled: render budget + grace (docs/architecture.md §2 settle). */
   leaseTtlMs: number;
 }
 
@@ -103,8 +103,8 @@ export function createPolicy(o: PolicyOptions): Policy {
 }
 
 /**
- * Whether a settled outcome writes a usage record. A 400 and a 503 write none (DESIGN.md §5,
- * spec Part 8 rule 4: "503s write no usage"; issue 6: "a 400 ... writes no usage"); they still
+ * Whether a settled outcome writes a usage record. A 400 and a 503 write none (docs/architecture.md §6,
+ * spec Part 8 rule 4: "503s write no usage"; README "Usage ledger"); they still
  * close the lease. A 422 is recorded, not metered (Part 8 rule 8 leaves it open). Everything
  * else is recorded, metered or not as settleIsMetered says.
  */

@@ -1,5 +1,5 @@
 /**
- * Key administration behind `tintype keys` (spec Part 5 rules 1, 2; DESIGN.md §1): a secret is
+ * Key administration behind `tintype keys` (spec Part 5 rules 1, 2; docs/architecture.md §1): a secret is
  * created, shown once and never stored; list shows everything but the secret; revoke takes
  * effect from the next request, because every check looks the key up in the store.
  */

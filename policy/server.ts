@@ -1,5 +1,5 @@
 /**
- * Policy's HTTP server (DESIGN.md §4): ext_authz as Envoy's HTTP ext_authz calls it
+ * Policy's HTTP server (docs/architecture.md §2): ext_authz as Envoy's HTTP ext_authz calls it
  * (`/authz` + the client's path, the client's method, `authorization` and `traceparent`, no
  * body), `POST /settle` for renderers, and `/healthz/live`, `/healthz/ready`, `/metrics`.
  *
@@ -148,7 +148,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
         }
         logger.debug('check', { operation, outcome, key: d.allow ? d.keyId : undefined });
       } catch (err) {
-        // Fail closed: nothing granted, nothing metered (issue 3, "Stores").
+        // Fail closed: nothing granted, nothing metered (README "Stores").
         outcome = 'busy';
         storeOk = false;
         metrics.storeErrors.inc();

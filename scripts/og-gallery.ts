@@ -1,6 +1,6 @@
 /**
  * `npm run og:gallery [-- <folder>]`: draws every OG template × theme × a set of scripts and
- * hostile texts (issue 4) as PNG files, default `gallery/` (git-ignored), so a person can look
+ * hostile texts as PNG files, default `gallery/` (git-ignored), so a person can look
  * at them. The texts are the ones the golden and pixel tests use (renderer/og/samples.ts).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';

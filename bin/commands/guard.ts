@@ -1,5 +1,5 @@
 /**
- * `tintype guard`: the egress guard on its own (DESIGN.md §1): the forward proxy on PORT
+ * `tintype guard`: the egress guard on its own (docs/architecture.md §1): the forward proxy on PORT
  * (default 3128) and/or GUARD_SOCKET, metrics and probes on the admin port. Wiring only.
  */
 import { createAdminServer } from '../../envoy/edge/admin.ts';
@@ -10,7 +10,7 @@ import { Registry } from '../../lib/metrics.ts';
 import { createGuard, guardSettings } from '../../guard/index.ts';
 import { waitForStopSignal, type Command } from './command.ts';
 
-/** Proxy port of `tintype guard` (DESIGN.md §1) and its admin port. */
+/** Proxy port of `tintype guard` (docs/architecture.md §1) and its admin port. */
 export const GUARD_PORT = 3128;
 export const GUARD_ADMIN_PORT = 9128;
 

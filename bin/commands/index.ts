@@ -1,4 +1,4 @@
-/** The subcommand table of DESIGN.md §1. Each entry wires one role; no logic here. */
+/** The subcommand table of docs/architecture.md §1. Each entry wires one role; no logic here. */
 import { notBuilt, type Command } from './command.ts';
 import { guardCommand } from './guard.ts';
 import { keysCommand } from './keys.ts';

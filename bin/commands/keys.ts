@@ -1,5 +1,5 @@
 /**
- * `tintype keys create --plan P [--name N]` / `list` / `revoke ID` (DESIGN.md §1). `create`
+ * `tintype keys create --plan P [--name N]` / `list` / `revoke ID` (docs/architecture.md §1). `create`
  * prints the secret once; nothing else ever shows it. Wiring only: the work is in policy/keys.ts.
  */
 import { parseArgs } from 'node:util';

@@ -1,4 +1,4 @@
-/** `tintype policy`: the ext_authz and settle service for Envoy (DESIGN.md §1). Wiring only. */
+/** `tintype policy`: the ext_authz and settle service for Envoy (docs/architecture.md §1). Wiring only. */
 import { loadConfig } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
@@ -11,7 +11,7 @@ export const policyCommand: Command = {
   async run() {
     const config = loadConfig();
     const logger = createLogger('policy', { level: config.logLevel });
-    // Before the server exists, so its `authz` and `settle` spans are exported (DESIGN.md §6);
+    // Before the server exists, so its `authz` and `settle` spans are exported (README "Telemetry");
     // a no-op without OTEL_EXPORTER_OTLP_ENDPOINT.
     const telemetry = startTelemetry(config, 'policy');
     const server = createPolicyServer({ config, logger, registry: new Registry() });

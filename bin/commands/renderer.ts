@@ -1,5 +1,5 @@
 /**
- * `tintype renderer` (DESIGN.md §1): the renderer server on PORT (8082) and its admin port,
+ * `tintype renderer` (docs/architecture.md §1): the renderer server on PORT (8082) and its admin port,
  * Chromium in its own namespace, its own guard unless GUARD_URL names one, leases settled to
  * TINTYPE_POLICY_URL. Wiring only. SIGTERM/SIGINT: stop taking requests, let the ones in flight
  * finish inside the render budget, settle them, close Chromium, exit 0.

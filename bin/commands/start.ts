@@ -1,5 +1,5 @@
 /**
- * `tintype start`: the embedded default (DESIGN.md §1). The edge (the stand-in for
+ * `tintype start`: the embedded default (docs/architecture.md §1). The edge (the stand-in for
  * envoy/envoy.yaml), policy on SQLite (or DATABASE_URL), the guard on a unix socket, the
  * Chromium pool in its own network namespace, and the renderer, in one process; state and
  * cache under TINTYPE_DATA_DIR. Policy and the renderer listen on loopback only; the edge is
@@ -17,7 +17,7 @@ import { openapiJson } from '../../renderer/openapi/document.ts';
 import { waitForStopSignal, type Command } from './command.ts';
 import { createRendererRole } from './renderer.ts';
 
-/** Public port of `tintype start` (DESIGN.md §1) and its admin port. */
+/** Public port of `tintype start` (docs/architecture.md §1) and its admin port. */
 export const START_PORT = 8080;
 export const START_ADMIN_PORT = 9080;
 

@@ -1,6 +1,6 @@
 /**
  * The admin listener: Prometheus metrics and the health probes, on their own port and never
- * on the public one (issue 6). One admin listener can serve the registries of several roles.
+ * on the public one. One admin listener can serve the registries of several roles.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,5 +1,5 @@
 /**
- * The ext_authz check, made exactly as Envoy's HTTP ext_authz filter makes it (DESIGN.md §4):
+ * The ext_authz check, made exactly as Envoy's HTTP ext_authz filter makes it (docs/architecture.md §2):
  * the client's method, `EXT_AUTHZ_PREFIX` + the original path with its query, only the headers
  * of AUTHZ_REQUEST_HEADERS, no body. 200 allows; any other answer is the client's answer.
  */

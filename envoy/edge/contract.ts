@@ -1,5 +1,5 @@
 /**
- * What the embedded edge and envoy/envoy.yaml both promise (DESIGN.md §1, §4). The envoy.yaml
+ * What the embedded edge and envoy/envoy.yaml both promise (docs/architecture.md §1, §2). The envoy.yaml
  * test checks the YAML against these same lists, so the two edges cannot drift apart.
  */
 

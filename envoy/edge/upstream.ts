@@ -1,6 +1,6 @@
 /**
  * The route to the renderer: the buffered body and the client's headers, minus the key and any
- * lease header a client tried to forge, plus the lease headers policy granted (DESIGN.md §4).
+ * lease header a client tried to forge, plus the lease headers policy granted (docs/architecture.md §2).
  * The answer streams back with the rate-limit position added. A client that goes away aborts
  * the upstream request at once, so the renderer frees the slot and settles not metered.
  */

@@ -1,4 +1,4 @@
-/** Picks the backend from the settings: PostgreSQL when DATABASE_URL is set, else SQLite in the data dir (DESIGN.md §3). */
+/** Picks the backend from the settings: PostgreSQL when DATABASE_URL is set, else SQLite in the data dir (README "Settings"). */
 import type { Config } from '../../lib/config.ts';
 import { openPostgresStore } from './postgres.ts';
 import { openSqliteStore } from './sqlite.ts';

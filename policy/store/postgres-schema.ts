@@ -168,7 +168,7 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
     `,
   },
   {
-    // A 400 or a 503 closes its lease with no usage record (DESIGN.md §5): places freed, the
+    // A 400 or a 503 closes its lease with no usage record (docs/architecture.md §6): places freed, the
     // reservation returned, and the lease id kept a while in closed_leases so a repeated settle
     // still answers 'already'. The settle gains p_recorded as a new overload; the old six-argument
     // tintype_settle stays, so a replica not yet upgraded keeps working while others are.

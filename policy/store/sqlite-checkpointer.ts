@@ -2,7 +2,7 @@
  * WAL checkpoints off the event loop. A checkpoint copies the WAL into the database file and
  * fsyncs both; run by SQLite's auto-checkpoint it happens inside whichever commit crosses the
  * threshold, stalling every check and settle queued behind it for milliseconds (the p99 of
- * issue 3's target). Here a worker thread with its own connection checkpoints PASSIVE on a
+ * the check's latency target). Here a worker thread with its own connection checkpoints PASSIVE on a
  * timer and never blocks the writer. The WAL restarts from its start at the first write after a
  * checkpoint has caught up: at any pause in the traffic, or under writes without pause at the
  * writer's own backstop checkpoint (sqlite.ts), which then finds little left to copy.

@@ -120,7 +120,7 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
     `,
   },
   {
-    // A 400 or a 503 closes its lease with no usage record (DESIGN.md §5); the lease id is kept
+    // A 400 or a 503 closes its lease with no usage record (docs/architecture.md §6); the lease id is kept
     // here for a while so a repeated settle still answers `already` (store.ts CLOSED_LEASE_MEMORY_MS).
     version: 3,
     sql: `

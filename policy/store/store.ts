@@ -69,7 +69,7 @@ export interface SettleOutcome {
   cache: 'hit' | 'miss' | null;
   metered: boolean;
   /**
-   * Whether the outcome is written to the ledger. A 400 or a 503 is not (DESIGN.md §5, spec Part 8
+   * Whether the outcome is written to the ledger. A 400 or a 503 is not (docs/architecture.md §6, spec Part 8
    * rule 4): the lease is closed, its places freed and its reservation returned, with no usage record.
    */
   recorded: boolean;
@@ -113,7 +113,7 @@ export interface PolicyStore {
   revokeKey(id: string, now: number): Promise<boolean>;
   /**
    * Key ▸ burst window ▸ monthly quota (reservations in flight count) ▸ concurrency, atomically
-   * and, on PostgreSQL, in one round trip (DESIGN.md §4 "ext_authz").
+   * and, on PostgreSQL, in one round trip (docs/architecture.md §2 "ext_authz").
    */
   check(req: CheckRequest): Promise<CheckResult>;
   /** Closes a lease once: frees its places, writes its usage record when the outcome is recorded. */

@@ -1,5 +1,5 @@
 /**
- * Which Chromium, and with which switches (DESIGN.md §5: every context through the guard,
+ * Which Chromium, and with which switches (docs/architecture.md §6: every context through the guard,
  * `<-loopback>` bypassed nothing, no QUIC, no non-proxied UDP for WebRTC, no name resolved by
  * Chromium itself).
  */

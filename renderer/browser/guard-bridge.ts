@@ -1,6 +1,6 @@
 /**
  * netns isolation with a guard known only by `GUARD_URL` (a guard on another host): the relays
- * inside the namespace can reach nothing but a unix socket (DESIGN.md §1), so the renderer
+ * inside the namespace can reach nothing but a unix socket (docs/architecture.md §1), so the renderer
  * offers one and carries each connection on to the guard's TCP address, byte for byte.
  */
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -1,5 +1,5 @@
 /**
- * How the pool reaches the guard (DESIGN.md §4 "guard"): where its proxy listens, and how a
+ * How the pool reaches the guard (docs/architecture.md §2 "guard"): where its proxy listens, and how a
  * render's refusal tally is read back. The guard itself is started by the caller.
  */
 import http from 'node:http';
@@ -37,7 +37,7 @@ export type GuardAddress = { path: string } | { host: string; port: number };
 
 /**
  * The address a relay dials. In netns isolation only the unix socket crosses the namespace
- * (DESIGN.md §1); in pod isolation TCP to GUARD_URL is preferred, the socket otherwise.
+ * (docs/architecture.md §1); in pod isolation TCP to GUARD_URL is preferred, the socket otherwise.
  */
 export function guardAddress(endpoint: GuardEndpoint, isolation: Config['isolation']): GuardAddress {
   if (isolation === 'netns') {

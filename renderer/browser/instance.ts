@@ -98,7 +98,7 @@ export class BrowserInstance {
   }
 
   /**
-   * Ends a lane's render: its context is closed (the cleanup, STYLE.md habit 8) and a fresh one
+   * Ends a lane's render: its context is closed (closing it is the cleanup) and a fresh one
    * prepared in its place. The caller has already cut the lane's relay connections. Resolves
    * to whether the context was closed (false when it could not be, or the browser is gone).
    */

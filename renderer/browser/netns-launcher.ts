@@ -1,5 +1,5 @@
 /**
- * netns isolation (DESIGN.md §1): Chromium and its relays run in a network namespace of their
+ * netns isolation (docs/architecture.md §1): Chromium and its relays run in a network namespace of their
  * own with only loopback up. Puppeteer is given a generated launcher as its executable; the
  * launcher `unshare`s a new network and PID namespace, brings loopback up, starts the relay
  * process (relay-main.ts) without the CDP pipe descriptors, then execs Chromium, which keeps

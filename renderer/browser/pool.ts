@@ -1,5 +1,5 @@
 /**
- * The Chromium pool (issue 5 "Chromium"; DESIGN.md §1, §5): a bounded number of render slots
+ * The Chromium pool (docs/architecture.md §1, §6): a bounded number of render slots
  * on one warm browser, a fresh context per render prepared ahead, every context proxied
  * through its lane relay to the guard, and a supervisor that replaces the browser after N
  * renders, past a memory bound, or when it crashes. Nothing renders until the self-test passed.
@@ -194,7 +194,7 @@ class Pool implements BrowserPool {
     let inst: BrowserInstance | undefined;
     let lane: Lane | undefined;
     let cancelDeathHook = (): void => {};
-    // DESIGN.md §6: `browser.context`, a child of the active `render` span, from asking for the
+    // README "Telemetry": `browser.context`, a child of the active `render` span, from asking for the
     // render's context to its close. Not made active: navigate/capture stay children of render.
     const contextSpan = tracer.startSpan('browser.context');
     try {

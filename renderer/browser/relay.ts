@@ -1,5 +1,5 @@
 /**
- * The renderer-side proxies Chromium talks to (DESIGN.md §4 "guard"). A lane relay forwards
+ * The renderer-side proxies Chromium talks to (docs/architecture.md §2 "guard"). A lane relay forwards
  * every request of the browser context bound to it to the guard, stamped with the
  * `Proxy-Authorization` of the render that owns the lane right now; whatever the browser sent
  * under that name is dropped. The refusing proxy is the launch-level `--proxy-server`: the

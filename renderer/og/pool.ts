@@ -1,12 +1,12 @@
 /**
- * The drawing pool (issue 4, speed): drawing a card blocks its thread for milliseconds, so cards
+ * The drawing pool (speed: README "Performance and sizing"): drawing a card blocks its thread for milliseconds, so cards
  * are drawn on worker threads, never on the event loop that serves requests. Everything is
- * bounded (STYLE.md habit 5): threads, the queue (one more card is 503 `busy`, spec Part 7) and
+ * bounded: threads, the queue (one more card is 503 `busy`, spec Part 7) and
  * each card's time from arrival to answer (waiting included). A thread that crashes or overruns
  * is replaced; the card it held is answered 502 `render_failed` or 504 `render_timeout`, never
  * left hanging.
  *
- * Threads are started as cards need them (issue 5, memory: a warm thread holds tens of MB):
+ * Threads are started as cards need them (memory: a warm thread holds tens of MB):
  * `start()` starts `minThreads` (default 1) and resolves once each has drawn its warm-up cards,
  * which proves a thread can draw; a card that finds every thread busy starts one more, up to
  * `threads`; a thread above `minThreads` that has drawn nothing for `idleMs` ends.
@@ -83,7 +83,7 @@ const DEFAULT_ENTRY = new URL('./worker.ts', import.meta.url);
  * Heap limits of a drawing thread. The old generation bound makes a runaway card end its own
  * thread, not the renderer. The young generation is capped at 8 MB: a card's garbage dies young,
  * and V8's default lets a busy thread grow it to 32 MB, ~30 MB more per thread for no gain
- * measured in `npm run bench -- og` (issue 5 memory bound).
+ * measured in `npm run bench -- og`.
  */
 export const DRAWING_THREAD_LIMITS = { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb: 8 } as const;
 // A worker cannot reuse the parent's TypeScript loader (tsx registers per thread on Node 20),

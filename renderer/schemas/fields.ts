@@ -2,7 +2,7 @@
  * Field builders shared by the request schemas (spec Part 4.2 to 4.4). yup coerces by
  * default ("12" → 12, "true" → true); the spec wants real JSON types except where it says
  * otherwise (4.3 rule 1), so every builder here undoes yup's coercion and states its own.
- * Messages never echo the value: a value may be a URL or HTML (DESIGN.md §5).
+ * Messages never echo the value: a value may be a URL or HTML (docs/architecture.md §6).
  */
 import { boolean, number, string } from 'yup';
 

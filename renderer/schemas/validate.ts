@@ -1,6 +1,6 @@
 /**
  * Runs a request schema over a parsed JSON body and turns every failure into one
- * ValidationFailure naming each failing field by path (spec Part 7, 400; DESIGN.md §5:
+ * ValidationFailure naming each failing field by path (spec Part 7, 400; docs/architecture.md §6:
  * `abortEarly: false`, extra fields refused, never dropped).
  */
 import { ObjectSchema, ValidationError, type AnyObject, type InferType } from 'yup';

@@ -1,6 +1,6 @@
 /**
  * The admin listener (its own port, never the public one): `/healthz/live` answers 200 while the
- * process runs; `/healthz/ready` 503 until the pool's start-up self-test has passed (issue 5,
+ * process runs; `/healthz/ready` 503 until the pool's start-up self-test has passed (README,
  * "Start-up self-test"); `/metrics` the Prometheus text.
  */
 import http from 'node:http';

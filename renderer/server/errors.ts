@@ -1,5 +1,5 @@
 /**
- * The one place errors become HTTP answers (STYLE.md habit 3): ServiceError and
+ * The one place errors become HTTP answers: ServiceError and
  * ValidationFailure answer as themselves; anything else is logged by kind and answered as
  * 502 `render_failed` (lib/errors.ts answerFor). The error code is kept for settle and metrics.
  */

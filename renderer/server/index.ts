@@ -1,5 +1,5 @@
 /**
- * The renderer's HTTP server (DESIGN.md §1, issue 5): the /v1 routes behind the edge, and an
+ * The renderer's HTTP server (docs/architecture.md §1): the /v1 routes behind the edge, and an
  * admin listener on its own port. Wiring only: every part arrives built (pool, cache, settler,
  * judge, OG drawing) so `tintype renderer` and `tintype start` can assemble it their own way.
  */
@@ -27,7 +27,7 @@ export type { OgDrawing } from './og.ts';
 
 /** How long stop() waits, after the listener closed, for the last answers to be settled. */
 const STOP_SETTLE_MS = 10_000;
-/** Settle attempts and the waits between them; settle is idempotent (DESIGN.md §4). */
+/** Settle attempts and the waits between them; settle is idempotent (docs/architecture.md §2). */
 const SETTLE_RETRY_MS = [200, 1_000];
 
 /**
@@ -46,7 +46,7 @@ async function settleWithRetry(settler: Settler, outcome: SettleRequest): Promis
   }
 }
 
-/** Default ports of the renderer role (DESIGN.md §1). */
+/** Default ports of the renderer role (docs/architecture.md §1). */
 export const RENDERER_PORT = 8082;
 export const RENDERER_ADMIN_PORT = 9082;
 
@@ -105,7 +105,7 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
       if (a.cache !== undefined) metrics.cache.inc({ operation: op, result: a.cache });
       if (a.blocked !== undefined && a.blocked > 0) metrics.blocked.inc({ operation: op }, a.blocked);
     }
-    // The access line: no URL, HTML or key (DESIGN.md §5); the OG query is allowed (spec 4.5 rule 7).
+    // The access line: no URL, HTML or key (docs/architecture.md §6); the OG query is allowed (spec 4.5 rule 7).
     logger.info('request', {
       operation: op, status: a.status, error: a.errorCode, reason: a.state.rejectReason, cache: a.cache,
       blocked: a.blocked, duration_ms: a.durationMs, query: a.state.ogQuery,

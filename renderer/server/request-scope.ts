@@ -1,5 +1,5 @@
 /**
- * What every /v1 request carries from arrival to settle (DESIGN.md §4 "settle"):
+ * What every /v1 request carries from arrival to settle (docs/architecture.md §2 "settle"):
  * - the lease the edge granted (`x-tintype-lease`); without one the renderer answers 401, since
  *   only the edge may call it;
  * - an abort signal that fires when the client goes away before its answer is written, so the
@@ -7,7 +7,7 @@
  * - after the answer is written (or abandoned), one outcome — status, error code, cache — handed
  *   to the settler, the metrics and the access log. An abandoned answer settles as 499, which is
  *   not metered (lib/errors.ts isMetered), and only after the handler let go of its slot.
- * - the trace context the edge sent (`traceparent`, DESIGN.md §6), so the render's spans and the
+ * - the trace context the edge sent (`traceparent`, README "Telemetry"), so the render's spans and the
  *   settle call join the request's trace.
  */
 import { ROOT_CONTEXT, context, propagation } from '@opentelemetry/api';

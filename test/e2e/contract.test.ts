@@ -1,5 +1,5 @@
 /**
- * The contract through `tintype start` (issue 6): every row of spec Part 7 that one instance
+ * The contract through `tintype start`: every row of spec Part 7 that one instance
  * can produce, each answer checked against the OpenAPI document (status, error, extra fields,
  * headers); the ordering of 413 ▸ 401 ▸ 400; concurrency; metering in the usage ledger; traces
  * exported to a loopback OTLP receiver; no key or URL in spans or logs. Real processes and
@@ -154,7 +154,7 @@ t.test('413 payload_too_large before the key; oversized with a bad key is 413, n
   const atLimit = await svc.call({ method: 'POST', path: '/v1/html-to-image', headers: jsonWith(k.secret), body: Buffer.alloc(MAX_BODY_BYTES, 0x20) });
   t.equal(atLimit.status, 400, 'exactly 4,194,304 bytes is not too large');
   await svc.leasesClosed(k.id);
-  t.same(svc.ledger(k.id), [], 'the 413s wrote nothing; the 400 wrote no usage either (DESIGN.md §5)');
+  t.same(svc.ledger(k.id), [], 'the 413s wrote nothing; the 400 wrote no usage either (docs/architecture.md §6)');
   t.equal(svc.used(k.id), 0, 'no quota spent');
 });
 
@@ -347,7 +347,7 @@ t.test('429 quota_exceeded: the monthly quota; not metered', async (t) => {
 t.test('the usage ledger after a scripted mix equals the metering table, call for call', async (t) => {
   const k = await key('pro');
   const h = jsonWith(k.secret);
-  // [what, request, expected row, or a status for "handled, settled, writes nothing" (400: DESIGN.md §5),
+  // [what, request, expected row, or a status for "handled, settled, writes nothing" (400: docs/architecture.md §6),
   // or null for "refused before the handler, writes nothing"]
   const script: Array<[string, { method?: string; path: string; headers: Record<string, string>; body?: string | Buffer }, { operation: string; status: number; error: string | null; cache: string | null; metered: number } | number | null]> = [
     ['ping', { path: '/v1/ping', headers: h }, { operation: 'ping', status: 200, error: null, cache: null, metered: 1 }],
@@ -411,8 +411,8 @@ t.test('traces: one trace from the edge through policy and the renderer to the b
   }
   const settle = await inTrace('settle');
   t.ok(under(settle, edge.spanId), 'settle (policy) in the same trace, under edge');
-  // DESIGN.md §6 names a browser.context span too; its own assertion, so its absence reads as such.
-  t.test('browser.context under render (DESIGN.md §6)', async (t) => {
+  // README "Telemetry" names a browser.context span too; its own assertion, so its absence reads as such.
+  t.test('browser.context under render (README "Telemetry")', async (t) => {
     const s = await receiver.waitFor((x) => x.traceId === traceId && x.name === 'browser.context', 5_000);
     t.ok(s !== undefined && under(s, render.spanId), 'browser.context span under render');
   });

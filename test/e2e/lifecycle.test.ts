@@ -1,5 +1,5 @@
 /**
- * `tintype start` over its life (issue 6): a client that goes away mid-render frees its lease
+ * `tintype start` over its life: a client that goes away mid-render frees its lease
  * at once and is not metered; SIGKILL then restart loses no acknowledged usage and expires the
  * leases that were in flight unmetered; SIGTERM stops accepting, lets the render in flight
  * finish and settle, closes Chromium and exits 0.

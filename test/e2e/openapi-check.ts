@@ -1,5 +1,5 @@
 /**
- * Checks a real answer against the OpenAPI document (issue 6): the status is one the operation
+ * Checks a real answer against the OpenAPI document: the status is one the operation
  * declares, every required header is present and every declared header matches its schema,
  * the content type is one declared, and a JSON body validates. Returns the problems found.
  */

@@ -1,5 +1,5 @@
 /**
- * The README's quick start works as printed (issue 6, "Done means"): its shell block is run by
+ * The README's quick start works as printed (README "Quick start"): its shell block is run by
  * bash against `tintype start`, with only what a test must change: the port (tests listen on
  * port 0), the public page (the test's own site on 127.0.0.2 instead of the internet) and
  * where `bin/tintype` and the output files are. Every file it writes is checked.

@@ -76,7 +76,7 @@ export interface Service {
   ledgerOf(keyId: string, n: number): Promise<LedgerRow[]>;
   /**
    * Waits until `keyId` holds no open lease: every answer it got has been settled. The way to
-   * wait for a 400 or a 503, which close their lease and write no usage (DESIGN.md §5).
+   * wait for a 400 or a 503, which close their lease and write no usage (docs/architecture.md §6).
    */
   leasesClosed(keyId: string): Promise<void>;
 }

@@ -36,7 +36,7 @@ t.test('self-test not passed: not ready, and renders answer 503 guard_unverified
     t.equal(a.headers['retry-after'], undefined, 'no retry-after: only busy carries one (spec 2.1)');
   }
   await svc.leasesClosed(k.id);
-  t.same(svc.ledger(k.id), [], 'settled, writing no usage (503s write none: DESIGN.md §5)');
+  t.same(svc.ledger(k.id), [], 'settled, writing no usage (503s write none: docs/architecture.md §6)');
   t.equal(svc.used(k.id), 0);
 });
 

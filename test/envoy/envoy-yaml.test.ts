@@ -1,6 +1,6 @@
 /**
  * envoy/envoy.yaml cannot be run here, so its structure is checked: every piece that carries
- * the contract (DESIGN.md §4) must say what the embedded edge does, from the same lists.
+ * the contract (docs/architecture.md §2) must say what the embedded edge does, from the same lists.
  */
 import t from 'tap';
 import { readFileSync } from 'node:fs';
@@ -92,7 +92,7 @@ t.test('routes: /openapi.json without a key, /v1/ to the renderer without the ke
   t.equal(v1.route.cluster, 'renderer');
   t.same(v1.request_headers_to_remove, ['authorization']);
   t.ok(parseInt(v1.route.timeout, 10) >= 30, 'route timeout covers the default render budget');
-  t.equal(v1.decorator.operation, 'edge', 'the edge span is named as DESIGN.md §6 says');
+  t.equal(v1.decorator.operation, 'edge', 'the edge span is named as README "Telemetry" says');
   const rest = routes.at(-1);
   t.equal(rest.match.prefix, '/');
   t.equal(rest.direct_response.status, 404);

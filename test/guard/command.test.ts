@@ -1,5 +1,5 @@
 /**
- * `tintype guard` as a process (DESIGN.md §1): the proxy on PORT and GUARD_SOCKET at once, the
+ * `tintype guard` as a process (docs/architecture.md §1): the proxy on PORT and GUARD_SOCKET at once, the
  * admin port with refusals by reason and both probes, a clean stop on SIGTERM, and a bad
  * setting named in the message it stops with.
  *

@@ -146,7 +146,7 @@ export function connectVia(
 export const CHROMIUM = '/usr/bin/chromium-headless-shell';
 
 /**
- * Launches Chromium the way DESIGN.md §5 asks: a launch-level proxy for its own traffic,
+ * Launches Chromium the way docs/architecture.md §6 asks: a launch-level proxy for its own traffic,
  * `<-loopback>` so loopback is not sent around it, no QUIC, no non-proxied WebRTC UDP, and
  * host-resolver rules that resolve nothing locally (the proxy is reached by address).
  */

@@ -1,6 +1,6 @@
 /**
  * Targets as a browser spells them, judged end to end without a network: the resolver is an
- * injected table (STYLE.md habit 6), and every row also says whether it may reach a resolver
+ * injected table, and every row also says whether it may reach a resolver
  * at all (numeric hosts and refused names never do).
  */
 import t from 'tap';

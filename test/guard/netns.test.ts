@@ -1,5 +1,5 @@
 /**
- * Canaries on private addresses that are not loopback (issue 2 §2: "never reach a listener the
+ * Canaries on private addresses that are not loopback (docs/architecture.md §7: "never reach a listener the
  * test runs on a private address"): the cloud metadata address 169.254.169.254 on port 80, a
  * private-use 10.200.0.1, a CGNAT 100.64.0.9 and a unique-local fd00:200::1, held by the
  * loopback device of a network namespace this test creates (as root, `unshare --net`), so

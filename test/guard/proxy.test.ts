@@ -1,5 +1,5 @@
 /**
- * The guard end to end over real sockets (issue 2 §2 rules 1–8): a real guard, a DNS server the
+ * The guard end to end over real sockets (docs/architecture.md §7 rules 1–8): a real guard, a DNS server the
  * test runs on loopback (dns-server.ts) answering what each row needs, a target server and
  * canaries on loopback addresses.
  *

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { ConfigError, loadConfig } from '../../lib/config.ts';
 
-t.test('defaults follow DESIGN.md §3', async (t) => {
+t.test('defaults follow README "Settings"', async (t) => {
   const c = loadConfig({});
   t.equal(c.slots, 2);
   t.equal(c.renderTimeoutMs, 30_000);

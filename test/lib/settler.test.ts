@@ -1,4 +1,4 @@
-/** lib/policy-contract.ts agentSettler: the settle request of DESIGN.md §4 on a real socket. */
+/** lib/policy-contract.ts agentSettler: the settle request of docs/architecture.md §2 on a real socket. */
 import t from 'tap';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,7 +1,7 @@
 /**
  * The real `bin/tintype policy` and `bin/tintype keys` processes on a real store: kill -9 under
  * a load of checks and settles, restart, and the ledger holds every acknowledged settle with
- * monthly counts equal to it (issue 3, "Crash"); unsettled leases expire in the real process;
+ * monthly counts equal to it (a crash loses nothing); unsettled leases expire in the real process;
  * the four 401s are byte-identical and no line the process writes holds a secret (spec Part 5).
  * Run once per backend by process.sqlite.test.ts and process.postgres.test.ts.
  */
@@ -29,7 +29,7 @@ const PLANS = parsePlans(JSON.stringify(PLANS_DOC));
 const TTL_MS = 3_000;
 
 type Outcome = { status: number; error?: string; cache?: 'hit' | 'miss' };
-/** An outcome and its usage record's metered flag, or undefined when it writes no usage (400, 503: DESIGN.md §5). */
+/** An outcome and its usage record's metered flag, or undefined when it writes no usage (400, 503: docs/architecture.md §6). */
 type Expected = [Outcome, boolean | undefined];
 const OUTCOMES: ReadonlyArray<Expected> = [
   [{ status: 200, cache: 'miss' }, true],

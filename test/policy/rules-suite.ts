@@ -1,5 +1,5 @@
 /**
- * The policy rules (DESIGN.md §4; spec Parts 5, 7, 8) against a real store, with a fake clock.
+ * The policy rules (docs/architecture.md §2; spec Parts 5, 7, 8) against a real store, with a fake clock.
  * Run once per backend by rules.sqlite.test.ts and rules.postgres.test.ts.
  */
 import type { Test } from 'tap';

@@ -1,5 +1,5 @@
 /**
- * The ext_authz + settle HTTP server (DESIGN.md §4) over real sockets, on a real store.
+ * The ext_authz + settle HTTP server (docs/architecture.md §2) over real sockets, on a real store.
  * Run once per backend by server.sqlite.test.ts and server.postgres.test.ts.
  */
 import type { Test } from 'tap';
@@ -159,7 +159,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     t.equal((await request(port, 'POST', '/settle', { 'content-type': 'application/json' }, body)).status, 204, 'again: 204');
     t.match(await store.usage(k.id), [{ status: 504, error: 'render_timeout', metered: true, operation: 'screenshot' }]);
     t.equal((await store.usage(k.id)).length, 1);
-    // A 400 (as a 503) closes its lease with no usage record, and a repeat is still 204 (DESIGN.md §5).
+    // A 400 (as a 503) closes its lease with no usage record, and a repeat is still 204 (docs/architecture.md §6).
     const refused = await request(port, 'POST', '/authz/v1/pdf', { authorization: `Bearer ${k.secret}` });
     const refusedBody = JSON.stringify({ lease: refused.headers['x-tintype-lease'], status: 400 });
     t.equal((await request(port, 'POST', '/settle', {}, refusedBody)).status, 204, 'a 400 settles: 204');

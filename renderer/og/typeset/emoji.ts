@@ -62,7 +62,7 @@ export function emojiFiles(cluster: string): string[] | undefined {
   return parts.length > 0 ? parts : undefined;
 }
 
-// Both caches are bounded in bytes (STYLE.md habit 5; issue 5 memory): text of many different
+// Both caches are bounded in bytes (memory): text of many different
 // emoji would otherwise keep every image decoded at every size for the thread's life. Past the
 // bound a cache starts over.
 const MAX_DECODED_BYTES = 8 * 1024 * 1024;

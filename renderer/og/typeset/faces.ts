@@ -1,5 +1,5 @@
 /**
- * The typefaces of the card (spec 4.5 rule 6, issue 4): Noto Sans for Latin, Cyrillic and Greek,
+ * The typefaces of the card (spec 4.5 rule 6): Noto Sans for Latin, Cyrillic and Greek,
  * Noto Sans Mono for `statValue`, `start` and `target`, and fallback faces for Arabic, Hebrew,
  * Devanagari, Thai and CJK (Droid Sans Fallback; Nanum Gothic for Hangul). All are TrueType
  * (glyf) files from Debian packages listed in scripts/apt-packages.txt (fonts-noto-core,

@@ -1,5 +1,5 @@
 /**
- * Stacking text blocks in a box (spec 4.5 rule 4; issue 4 "text that fits"): all blocks start at
+ * Stacking text blocks in a box (spec 4.5 rule 4): all blocks start at
  * their largest size and shrink together, step by step, until every block fits its line limit
  * and the stack fits the box; below the smallest size text is cut with an ellipsis. Each block
  * paints only inside its own region, so nothing overflows or overlaps another slot.

@@ -1,7 +1,7 @@
 /**
  * Paints lines of clusters: glyph outlines are scaled, rasterized once per face, glyph, size
  * and quarter-pixel offset, and the coverage masks are cached for the life of the worker
- * (issue 4, speed); emoji are composited as images.
+ * (speed: README "Performance and sizing"); emoji are composited as images.
  */
 import type { Face, OtGlyph } from './faces.ts';
 import { emojiImage } from './emoji.ts';
@@ -13,7 +13,7 @@ import type { Rect, Rgb, Surface } from './surface.ts';
 const SUBPIXEL = 4;
 // Bound on cached mask bytes per worker; the cache starts over when it is exceeded. A Latin
 // card's masks take a few hundred kB, so this holds the working set of many scripts at once
-// while a thread stays small (issue 5: the renderer's memory bound counts these threads).
+// while a thread stays small (the renderer's memory bound counts these threads).
 const MAX_CACHE_BYTES = 32 * 1024 * 1024;
 const masks = new Map<string, Mask | null>();
 let cacheBytes = 0;

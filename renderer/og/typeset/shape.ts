@@ -1,7 +1,7 @@
 /**
  * Text into clusters: one per grapheme, each drawn with the first face of its role's chain
  * that has glyphs for it, or as a colour emoji image. Widths are measured with the face each
- * cluster is actually drawn with (issue 4), in em so they scale with the font size.
+ * cluster is actually drawn with, in em so they scale with the font size.
  */
 import { joinArabic } from './arabic.ts';
 import { emojiFiles } from './emoji.ts';

@@ -1,6 +1,6 @@
 /**
  * The card's pixels: a pureimage Bitmap (RGBA), written through its data array because per-pixel
- * method calls cost more than the whole drawing budget (issue 4: p50 <= 20 ms). Everything drawn
+ * method calls cost more than the whole drawing budget (a p50 of 20 ms). Everything drawn
  * is clipped to a rectangle, so a slot can never paint outside its region (spec 4.5 rules 4-5).
  */
 import * as PImage from 'pureimage';

@@ -1,5 +1,5 @@
 /**
- * A lazy TrueType face (issues 4 and 5, memory): opentype.js's whole-font parse, as pureimage
+ * A lazy TrueType face (memory): opentype.js's whole-font parse, as pureimage
  * runs it, makes an object for every glyph of a font up front (its hmtx step visits each one),
  * which for Droid Sans Fallback and Nanum Gothic alone is most of a drawing thread's 200 MB.
  * Here a face reads its file in two steps, each on first need: `covers()` reads only the table
@@ -42,7 +42,7 @@ type GlyfParse = (data: DataView, start: number, loca: number[], font: { unitsPe
 const fromPureimage = createRequire(createRequire(import.meta.url).resolve('pureimage'));
 const parseGlyf = (fromPureimage('opentype.js/src/tables/glyf.js') as { parse: GlyfParse }).parse;
 
-// Built glyphs kept per face; past this many the face starts over (STYLE.md habit 5: bounded).
+// Built glyphs kept per face; past this many the face starts over.
 // Glyphs still referenced by shaped text stay valid: they are plain objects.
 const MAX_GLYPHS_PER_FACE = 2048;
 

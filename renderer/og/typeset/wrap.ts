@@ -1,5 +1,5 @@
 /**
- * Line breaking and fitting (issue 4, "text that fits"): text wraps at its break opportunities,
+ * Line breaking and fitting (text that fits its slot): text wraps at its break opportunities,
  * a word longer than a line breaks between graphemes, and text that still needs more lines
  * than allowed is cut with an ellipsis that fits inside the width.
  */

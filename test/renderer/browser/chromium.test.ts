@@ -1,5 +1,5 @@
 /**
- * Which Chromium and which switches (issue 5 "Chromium"; DESIGN.md §5): the headless shell is
+ * Which Chromium and which switches (docs/architecture.md §6): the headless shell is
  * preferred, CHROMIUM_PATH overrides, and every launch and context carries the walls.
  */
 import t from 'tap';

@@ -1,5 +1,5 @@
 /**
- * Isolation (issue 5 "Chromium"; DESIGN.md §1, §5): in `netns` Chromium sits in a network
+ * Isolation (docs/architecture.md §1, §6): in `netns` Chromium sits in a network
  * namespace of its own with only loopback, CDP over a pipe, its one way out the guard's unix
  * socket; in `pod` it shares the renderer's network and the proxy settings are the only wall.
  * In both every context goes through the guard with `<-loopback>` bypassed nothing, QUIC is off,

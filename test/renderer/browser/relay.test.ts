@@ -1,5 +1,5 @@
 /**
- * The relays between Chromium and the guard (DESIGN.md §4 "guard"): a lane relay forwards only
+ * The relays between Chromium and the guard (docs/architecture.md §2 "guard"): a lane relay forwards only
  * while a render owns the lane, stamps that render's Proxy-Authorization and drops whatever the
  * browser sent under that name; a new owner cuts the old one's connections. The refusing proxy
  * (Chromium's own background traffic) refuses everything and dials nobody.

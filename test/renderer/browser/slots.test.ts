@@ -1,5 +1,5 @@
 /**
- * Slots (issue 5 "Chromium"; spec Part 1 rule 5, Part 7 `busy`): TINTYPE_SLOTS renders at once,
+ * Slots (spec Part 1 rule 5, Part 7 `busy`): TINTYPE_SLOTS renders at once,
  * the next one refused with `busy` at once (no hidden queue); a fresh context and page per
  * render, closed after it, so no cookie, storage, HTTP cache or service worker survives; a
  * client that goes away frees its slot at once.

@@ -1,5 +1,5 @@
 /**
- * Supervision (issue 5 "Chromium"; DESIGN.md §5 last rule; spec Part 7 `render_failed`,
+ * Supervision (docs/architecture.md §6 last rule; spec Part 7 `render_failed`,
  * `render_timeout`): Chromium is replaced after N renders, past its memory bound and when it
  * crashes; a render on a crashed browser fails at once; the deadline covers the whole render
  * and destroys its context; no zombie process is left behind, after kills or after stop.

@@ -1,5 +1,5 @@
 /**
- * The per-render refusal tally behind `x-render-blocked` (spec 2.1; DESIGN.md §4 "guard"): each
+ * The per-render refusal tally behind `x-render-blocked` (spec 2.1; docs/architecture.md §2 "guard"): each
  * lane relay names its render to the guard, so refused sub-resources are counted for the render
  * that asked for them only, also when renders run side by side, and nothing carries over to the
  * next render on the same lane.

@@ -22,7 +22,7 @@ t.test('every face is a TrueType file from a Debian package the setup installs',
   const all = faces().all();
   t.ok(all.length >= 8, 'the sans, the monospace face and the fallbacks are loaded');
   for (const face of all) {
-    // 00010000 is a TrueType (glyf) font; 'OTTO' (CFF), 'wOFF' and 'wOF2' are refused (issue 4).
+    // 00010000 is a TrueType (glyf) font; 'OTTO' (CFF), 'wOFF' and 'wOF2' are refused.
     t.equal(magic(face.file), '00010000', `${face.name} has TrueType outlines`);
     t.ok(face.file.startsWith('/usr/share/fonts/truetype/'), `${face.name} is an installed system font, not a fetched one`);
     const owner = execFileSync('dpkg-query', ['-S', face.file], { encoding: 'utf8' }).split(':')[0]!.trim();

@@ -1,5 +1,5 @@
 /**
- * Faces are read on first need (issues 4 and 5, memory): a Latin card reads no fallback face,
+ * Faces are read on first need (memory): a Latin card reads no fallback face,
  * a CJK card reads the CJK face when it is drawn, and the lazy reader maps code points and builds
  * outlines exactly as opentype.js's whole-font parse does (so the drawing is unchanged).
  * This file runs in its own process, so the faces start unread.

@@ -1,6 +1,6 @@
 /**
  * The renderer's HTTP answers that need no browser, through the real server on a real pool
- * (spec Part 4, Part 7, DESIGN.md §4 settle): every validation rule and its message, content
+ * (spec Part 4, Part 7, docs/architecture.md §2 settle): every validation rule and its message, content
  * types and non-JSON bodies, the 413 bound, guard refusals as 422 with their reason, the
  * lease, 404/405, ping, and the admin listener. None of these may use a render slot, and each
  * settles once, unmetered (400, 422) or metered (ping 200).

@@ -1,5 +1,5 @@
 /**
- * `tintype renderer` as a process (issue 5; DESIGN.md §1): it starts its own guard, passes its
+ * `tintype renderer` as a process (docs/architecture.md §1): it starts its own guard, passes its
  * self-test, renders, settles to TINTYPE_POLICY_URL, and on SIGTERM finishes the render in
  * flight inside the budget, settles it, closes Chromium and exits 0.
  */

@@ -1,5 +1,5 @@
 /**
- * The bounded answers (spec Part 7, 2.1; DESIGN.md §4 settle) with real Chromium: 503 busy
+ * The bounded answers (spec Part 7, 2.1; docs/architecture.md §2 settle) with real Chromium: 503 busy
  * with every slot taken, 504 render_timeout for a page that never reaches networkidle, 502
  * render_too_large, a client that goes away mid-render, and 503 guard_unverified while the
  * self-test has not passed. Each lease settles exactly once, metered only for 200, 502, 504.

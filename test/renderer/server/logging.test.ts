@@ -1,5 +1,5 @@
 /**
- * What the logs hold (spec Part 7, 4.5 rule 7; DESIGN.md §5): the URL and HTML of a request and
+ * What the logs hold (spec Part 7, 4.5 rule 7; docs/architecture.md §6): the URL and HTML of a request and
  * the API key never appear in any line of the renderer, its guard or its pool, at debug level,
  * whatever the outcome; the OG query does appear on the access line, with keys masked.
  */
