@@ -1,5 +1,5 @@
 /**
- * Real Chromium pointed at a real guard (docs/architecture.md §7; docs/architecture.md §6): every way a page can make
+ * Real Chromium pointed at a real guard (docs/architecture.md §6, §7): every way a page can make
  * the browser fetch something (redirects, iframe, fetch, img, CSS @import, @font-face,
  * WebSocket, EventSource, sendBeacon, a worker's fetch, meta refresh) is refused by the guard
  * and never reaches the canaries the test runs on refused loopback addresses (127.0.0.2 and
