@@ -8,7 +8,7 @@
  */
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GUARD_REASON_HEADER, RENDER_STATS_PATH, renderTokenFrom } from '../lib/guard-contract.ts';
+import { GUARD_REASON_HEADER, renderTokenFrom } from '../lib/guard-contract.ts';
 import type { RejectReason } from '../lib/errors.ts';
 import type { DecisionRecorder, Outcome, RequestKind } from './decisions.ts';
 import { endToEnd } from './headers.ts';

@@ -16,7 +16,7 @@ import type { Lifecycle } from '../../lib/lifecycle.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { operationFor } from '../../lib/policy-contract.ts';
 import { createAuthzClient, type AuthzDecision } from './authz.ts';
-import { writeError, writeJson, writeMethodNotAllowed, writeNotFound, type Headers } from './answers.ts';
+import { writeError, writeMethodNotAllowed, writeNotFound, type Headers } from './answers.ts';
 import { readBoundedBody, announcedTooLarge } from './body.ts';
 import { MAX_BODY_BYTES, OPENAPI_PATH, ROUTED_PREFIX, UPSTREAM_MARGIN_MS } from './contract.ts';
 import { createUpstream } from './upstream.ts';

@@ -29,13 +29,13 @@ function deref(node: Obj): Obj {
   return n;
 }
 
-function pointer(node: Obj, path: string[]): string {
+function pointer(path: string[]): string {
   // A JSON pointer into the document for ajv, following $refs of responses and headers.
   return `${DOC_ID}#/${path.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/')}`;
 }
 
 function validate(schemaPath: string[], value: unknown): string[] {
-  const fn = ajv.getSchema(pointer(doc, schemaPath));
+  const fn = ajv.getSchema(pointer(schemaPath));
   if (fn === undefined) return [`no schema at ${schemaPath.join('/')}`];
   if (fn(value)) return [];
   return (fn.errors as Obj[]).map((e) => `${e['instancePath'] || '(root)'} ${e['message']}`);

@@ -33,7 +33,7 @@ t.test('SIGTERM finishes the render in flight, settles it, closes Chromium and e
   await new Promise<void>((r) => policy.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => policy.close(() => r())));
 
-  const site = await startSite((req, res) => {
+  const site = await startSite((_req, res) => {
     // Slow enough that SIGTERM lands while the render waits for it.
     setTimeout(() => {
       res.writeHead(200, { 'content-type': 'text/html' });
