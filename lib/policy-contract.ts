@@ -21,6 +21,14 @@ export const KEY_ID_HEADER = 'x-tintype-key';
 export const RATELIMIT_LIMIT_HEADER = 'x-ratelimit-limit';
 export const RATELIMIT_REMAINING_HEADER = 'x-ratelimit-remaining';
 
+/**
+ * Request header bytes policy and the renderer accept: an edge's client limit (16 KiB, Node's
+ * default) and room for what the edge adds on the way (lease, key id, trace and forwarding
+ * headers). A request an edge let through is then never refused behind it with a bare 431
+ * after its lease was granted.
+ */
+export const ROLE_MAX_REQUEST_HEADER_BYTES = 16_384 + 8_192;
+
 /** The operations of spec Part 4, derived from the path. */
 export const OPERATIONS = {
   ping: { method: 'GET', path: '/v1/ping', render: false },

@@ -23,6 +23,7 @@ import {
   OPERATIONS,
   RATELIMIT_LIMIT_HEADER,
   RATELIMIT_REMAINING_HEADER,
+  ROLE_MAX_REQUEST_HEADER_BYTES,
   SETTLE_PATH,
   operationFor,
 } from '../lib/policy-contract.ts';
@@ -36,6 +37,8 @@ import { ConfigError } from '../lib/config.ts';
 import { listen } from '../lib/listen.ts';
 
 export const DEFAULT_POLICY_PORT = 8081;
+/** How long policy keeps an idle client connection; an edge drops its idle ones sooner (the client side lets go first). */
+export const POLICY_KEEP_ALIVE_MS = 120_000;
 const SETTLE_BODY_LIMIT = 4096;
 const SWEEP_EVERY_MS = 1_000;
 
@@ -75,7 +78,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   let sweeper: NodeJS.Timeout | undefined;
   let sweeping: Promise<number> | undefined;
 
-  const server = http.createServer((req, res) => {
+  const server = http.createServer({ maxHeaderSize: ROLE_MAX_REQUEST_HEADER_BYTES }, (req, res) => {
     route(req, res).catch((err: unknown) => {
       logger.error('request_failed', { message: err instanceof Error ? err.message : String(err) });
       if (!res.headersSent) send(res, new ServiceError('busy').answer());
@@ -83,8 +86,8 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     });
   });
   // Envoy keeps upstream connections open; closing one under it would turn a check into an error.
-  server.keepAliveTimeout = 120_000;
-  server.headersTimeout = 125_000;
+  server.keepAliveTimeout = POLICY_KEEP_ALIVE_MS;
+  server.headersTimeout = POLICY_KEEP_ALIVE_MS + 5_000;
 
   async function route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const url = req.url ?? '/';

@@ -10,7 +10,7 @@ import type { Config } from '../../lib/config.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Registry } from '../../lib/metrics.ts';
-import type { SettleRequest, Settler } from '../../lib/policy-contract.ts';
+import { ROLE_MAX_REQUEST_HEADER_BYTES, type SettleRequest, type Settler } from '../../lib/policy-contract.ts';
 import type { RenderCache } from '../cache/cache.ts';
 import { createOperations, type RenderPool, type UrlJudge } from '../operations/index.ts';
 import { adminHandler } from './admin.ts';
@@ -49,6 +49,8 @@ async function settleWithRetry(settler: Settler, outcome: SettleRequest): Promis
 /** Default ports of the renderer role (docs/architecture.md §1). */
 export const RENDERER_PORT = 8082;
 export const RENDERER_ADMIN_PORT = 9082;
+/** How long the renderer keeps an idle client connection; an edge drops its idle ones sooner. */
+export const RENDERER_KEEP_ALIVE_MS = 65_000;
 
 export interface RendererServerOptions {
   config: Readonly<Config>;
@@ -134,15 +136,15 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
   const og = options.og === undefined ? undefined : ogRoute(options.og, cache, config.maxOutputBytes);
   for (const mw of v1Routes(operations, og)) app.use(mw);
 
-  const server = http.createServer(app.callback());
+  const server = http.createServer({ maxHeaderSize: ROLE_MAX_REQUEST_HEADER_BYTES }, app.callback());
   // The render budget bounds a request.
   server.requestTimeout = config.renderTimeoutMs + 30_000;
   // Set, not left at Node's 5 s: the edge drops an idle upstream connection at 4 s
   // (envoy/edge/upstream.ts UPSTREAM_IDLE_MS), and the side that lets go of an idle
   // connection must be the client, or a request sent as the server closes meets a reset.
   // Headers get a little longer than the idle wait, as Node expects.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
+  server.keepAliveTimeout = RENDERER_KEEP_ALIVE_MS;
+  server.headersTimeout = RENDERER_KEEP_ALIVE_MS + 1_000;
   const admin = http.createServer(adminHandler(registry, () => pool.selfTestPassed()));
   let started = false;
 
