@@ -2,6 +2,7 @@
  * What the embedded edge and envoy/envoy.yaml both promise (docs/architecture.md §1, §2). The envoy.yaml
  * test checks the YAML against these same lists, so the two edges cannot drift apart.
  */
+import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
 
 /** Largest request body, in bytes (spec Part 8, "Request body size"); over it: 413 before any key lookup. */
 export const MAX_BODY_BYTES = 4_194_304;
@@ -35,3 +36,60 @@ export const ROUTED_PREFIX = '/v1/';
 
 /** How long the edge waits for the renderer's answer headers: the render budget and a margin (Envoy route timeout). */
 export const UPSTREAM_MARGIN_MS = 15_000;
+
+/** The render budget when `TINTYPE_RENDER_TIMEOUT_MS` is unset (README, Settings). */
+export const DEFAULT_RENDER_BUDGET_MS = 30_000;
+
+/**
+ * Edge timeouts that follow the render budget; a deployment sets them all from the one budget
+ * (envoy.yaml says which values are these). `route`: how long the edge waits for the renderer's
+ * answer headers, the budget and a margin (504 `render_timeout` after it). `streamIdle`: a stream
+ * with no bytes either way for this long is dropped; a render sends nothing until it answers, so
+ * it is longer than `route` and never cuts a render short.
+ */
+export function budgetTimeouts(renderBudgetMs: number): { routeMs: number; streamIdleMs: number } {
+  const routeMs = renderBudgetMs + UPSTREAM_MARGIN_MS;
+  return { routeMs, streamIdleMs: routeMs + UPSTREAM_MARGIN_MS };
+}
+
+/** A client has this long to send its request headers (408 after it). */
+export const REQUEST_HEADERS_TIMEOUT_MS = 10_000;
+
+/** A client has this long to send its whole request, body included (408 after it). */
+export const REQUEST_TIMEOUT_MS = 60_000;
+
+/**
+ * Largest request header section a client may send (431 after it): Node's own limit
+ * (`http.maxHeaderSize`), which the embedded edge's public listener applies.
+ */
+export const MAX_REQUEST_HEADER_BYTES = 16_384;
+
+/** Client connections the edge holds at once (DESIGN.md §3, TINTYPE_EDGE_MAX_CONNECTIONS). */
+export const MAX_CONNECTIONS = 1024;
+
+/**
+ * How a routed request is retried, by both edges, once and on another renderer: when nothing of
+ * it reached a renderer (connect failure, a stream refused, a reset before the request went out),
+ * and on a renderer's 503 (`busy` before taking a slot leaves the lease open for exactly this).
+ */
+export const RETRY = {
+  attempts: 1,
+  on: ['connect-failure', 'refused-stream', 'reset-before-request'],
+  statuses: [503],
+} as const;
+
+/**
+ * The answers the edge writes itself, by status, with the spec's bodies (spec Part 7; 404, 408
+ * and 431 are decisions where the spec is silent, README). 400: a request that is not valid
+ * HTTP, or one Envoy's hygiene refuses (a header name with `_`, an escaped slash in the path).
+ */
+export const LOCAL_REPLIES: Readonly<Record<number, Readonly<Record<string, unknown>>>> = {
+  400: new ValidationFailure([{ path: 'request', message: 'not a valid HTTP request' }]).answer().body,
+  404: new ServiceError('not_found').answer().body,
+  405: new ServiceError('method_not_allowed').answer().body,
+  408: new ServiceError('request_timeout').answer().body,
+  413: new ServiceError('payload_too_large').answer().body,
+  431: new ServiceError('headers_too_large').answer().body,
+  503: new ServiceError('busy').answer().body,
+  504: new ServiceError('render_timeout').answer().body,
+};
