@@ -30,7 +30,7 @@ export interface Site {
  * released; `/hang.png` never answered; `/download` a file Chromium downloads instead of showing,
  * so the target answers but no page can be rendered (spec Part 7 `render_failed`).
  */
-export async function startSite(): Promise<Site> {
+export async function startSite(address = SITE_ADDRESS): Promise<Site> {
   const seen: string[] = [];
   const held = new Map<string, () => void>();
   const released = new Set<string>();
@@ -61,10 +61,10 @@ export async function startSite(): Promise<Site> {
       res.writeHead(404).end();
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, SITE_ADDRESS, resolve));
+  await new Promise<void>((resolve) => server.listen(0, address, resolve));
   const port = (server.address() as AddressInfo).port;
   return {
-    base: `http://${SITE_ADDRESS}:${port}`,
+    base: `http://${address}:${port}`,
     seen,
     arrived: (id) => (arrivedSet.has(id) ? Promise.resolve() : new Promise((resolve) => waiting.set(id, resolve))),
     release(id) {
@@ -80,7 +80,7 @@ export async function startSite(): Promise<Site> {
 }
 
 /** A DNS server on 127.0.0.1 that answers every query NXDOMAIN; returns its `ip:port`. */
-export async function startNxdomainDns(): Promise<{ server: string; close(): Promise<void> }> {
+export async function startNxdomainDns(address = '127.0.0.1'): Promise<{ server: string; close(): Promise<void> }> {
   const sock = dgram.createSocket('udp4');
   sock.on('message', (msg, rinfo) => {
     if (msg.length < 12) return;
@@ -93,9 +93,9 @@ export async function startNxdomainDns(): Promise<{ server: string; close(): Pro
     reply.writeUInt16BE(0, 10);
     sock.send(reply.subarray(0, questionEnd(msg)), rinfo.port, rinfo.address);
   });
-  await new Promise<void>((resolve) => sock.bind(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => sock.bind(0, address, resolve));
   return {
-    server: `127.0.0.1:${sock.address().port}`,
+    server: `${address}:${sock.address().port}`,
     close: () => new Promise<void>((resolve) => sock.close(() => resolve())),
   };
 }

@@ -1,0 +1,101 @@
+/**
+ * The edge of the roles-apart deployment, run inside the edge's namespace: the embedded edge
+ * (envoy/edge/) with the values of envoy.yaml, in front of a Service for the renderer pods as
+ * Kubernetes makes one: a TCP balancer over the pods whose readiness (admin `/healthz/ready`)
+ * passes, checked every half second, one pod per connection in turn.
+ *
+ * Env: POLICY_URL, RENDERERS (comma-separated `host:port:adminPort`), PORT, TINTYPE_RENDER_TIMEOUT_MS.
+ * Prints `edge.ready` once it listens and a pod is ready.
+ */
+import http from 'node:http';
+import net from 'node:net';
+import { createEdge } from '../../envoy/edge/edge.ts';
+import { createLogger } from '../../lib/log.ts';
+import { openapiJson } from '../../renderer/openapi/document.ts';
+
+interface Pod {
+  host: string;
+  port: number;
+  adminPort: number;
+  ready: boolean;
+}
+
+const env = (name: string): string => {
+  const v = process.env[name];
+  if (v === undefined || v === '') throw new Error(`${name} is required`);
+  return v;
+};
+
+const pods: Pod[] = env('RENDERERS').split(',').map((s) => {
+  const [host, port, adminPort] = s.split(':');
+  return { host: host!, port: Number(port), adminPort: Number(adminPort), ready: false };
+});
+
+function probe(p: Pod): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: p.host, port: p.adminPort, path: '/healthz/ready', timeout: 1000, agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.once('timeout', () => req.destroy());
+    req.once('error', () => resolve(false));
+  });
+}
+
+let turn = 0;
+/** The Service: each new connection to the next ready pod; none ready, the connection is refused. */
+const service = net.createServer((client) => {
+  const ready = pods.filter((p) => p.ready);
+  if (ready.length === 0) return client.destroy();
+  const pod = ready[turn++ % ready.length]!;
+  const upstream = net.connect(pod.port, pod.host);
+  client.pipe(upstream).pipe(client);
+  const end = (): void => {
+    client.destroy();
+    upstream.destroy();
+  };
+  client.once('error', end);
+  upstream.once('error', end);
+  client.once('close', end);
+  upstream.once('close', end);
+});
+
+async function main(): Promise<void> {
+  await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
+  const servicePort = (service.address() as net.AddressInfo).port;
+  const edge = createEdge({
+    policyUrl: env('POLICY_URL'),
+    rendererUrl: `http://127.0.0.1:${servicePort}`,
+    host: '0.0.0.0',
+    port: Number(env('PORT')),
+    openapi: openapiJson(),
+    renderTimeoutMs: Number(env('TINTYPE_RENDER_TIMEOUT_MS')),
+    logger: createLogger('edge'),
+  });
+  await edge.start();
+  let announced = false;
+  const check = async (): Promise<void> => {
+    await Promise.all(pods.map(async (p) => {
+      p.ready = await probe(p);
+    }));
+    if (!announced && pods.some((p) => p.ready)) {
+      announced = true;
+      process.stdout.write('edge.ready\n');
+    }
+  };
+  await check();
+  const timer = setInterval(() => void check(), 500);
+  const stop = async (): Promise<void> => {
+    clearInterval(timer);
+    await edge.stop();
+    service.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void stop());
+  process.once('SIGINT', () => void stop());
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`apart edge failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,224 @@
+/**
+ * The roles apart, as a cluster runs them, on this machine (test/e2e/apart-net.ts draws the
+ * network): `tintype policy` on a PostgreSQL database of its own, `tintype guard` in its own
+ * namespace with the only way out, two `tintype renderer` pods with TINTYPE_ISOLATION=pod, the
+ * Redis cache behind a relay (a Service address), and the embedded edge in front with the values
+ * of envoy.yaml (test/e2e/apart-edge.ts). The test's client reaches the edge on 127.0.0.1, as
+ * through a load balancer.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { send, type Answer, type SendOptions } from '../envoy/client.ts';
+import { createApartNet, type ApartNet } from './apart-net.ts';
+import { runTintype, type LedgerRow } from './service.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const TINTYPE = path.join(ROOT, 'bin/tintype');
+const CHROMIUM = '/usr/bin/chromium-headless-shell';
+const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS = { host: '127.0.0.1', port: 6379 };
+
+export const ROLE_PORTS = { policy: 8081, renderer: 8082, rendererAdmin: 9082, guard: 3128, guardAdmin: 9128, edge: 8080, cache: 6379 } as const;
+
+/** A role's process, started in its namespace. */
+export interface Proc {
+  child: ChildProcess;
+  output(): string;
+  /** Resolves when its output matches `re`. */
+  waitFor(re: RegExp): Promise<void>;
+  /** Sends a signal and waits for the exit. */
+  kill(sig: NodeJS.Signals): Promise<void>;
+  exited: Promise<number | null>;
+}
+
+function run(ns: string, argv: string[], env: Record<string, string>): Proc {
+  const child = spawn('ip', ['netns', 'exec', ns, '/usr/bin/env', '-u', 'NODE_OPTIONS', ...argv], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const waiters: { re: RegExp; resolve: () => void }[] = [];
+  const onData = (c: Buffer): void => {
+    out += c.toString('utf8');
+    for (const w of waiters.filter((w) => w.re.test(out))) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve();
+    }
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => out,
+    waitFor: (re) => new Promise<void>((resolve, reject) => {
+      if (re.test(out)) return resolve();
+      waiters.push({ re, resolve });
+      void exited.then((code) => reject(new Error(`${argv.join(' ')} in ${ns} exited (${code}):\n${out.slice(-3000)}`)));
+    }),
+    async kill(sig) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(sig);
+      await exited;
+    },
+    exited,
+  };
+}
+
+export interface ApartOptions {
+  /** The test site's and DNS server's address is the host's side of the guard's link: given by `net`. */
+  renderTimeoutMs: number;
+  slots: number;
+  plans: Record<string, { monthlyQuota: number; perMinute: number; concurrentRenders: number }>;
+  /** Guard rules (GUARD_DNS_SERVERS, GUARD_SELF_ADDRESSES, …), for the guard and the pods' own check of a page address alike. */
+  guardEnv?: Record<string, string>;
+}
+
+export interface Apart {
+  net: ApartNet;
+  /** The edge's port on 127.0.0.1 of the host. */
+  port: number;
+  call(o: Omit<SendOptions, 'port'>): Promise<Answer>;
+  key(plan: string): Promise<{ secret: string; id: string }>;
+  ledger(keyId: string): Promise<LedgerRow[]>;
+  /** Leases of `keyId` not yet settled or expired. */
+  openLeases(keyId: string): Promise<number>;
+  procs: Record<'policy' | 'guard' | 'cache' | 'r1' | 'r2' | 'edge', Proc>;
+  /** Starts a role again in its namespace (after a kill) and waits until it is up. */
+  restart(role: 'policy' | 'r1' | 'r2'): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Brings the deployment up; the caller makes the site and DNS server on `net.siteAddr` first, so it passes `net`. */
+export async function startApart(netId: number, o: ApartOptions, makeNet: (n: ApartNet) => Promise<Record<string, string> | void> = async () => {}): Promise<Apart> {
+  const net_ = createApartNet(netId);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-apart-'));
+  const dbName = `tintype_apart_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  await admin.end();
+  const hostDbUrl = `postgres://postgres@127.0.0.1:5432/${dbName}`;
+  // Inside the policy namespace PostgreSQL is reached over its unix socket, which crosses namespaces.
+  const podDbUrl = `postgres://postgres@localhost/${dbName}?host=/var/run/postgresql`;
+  const plansFile = path.join(dir, 'plans.json');
+  writeFileSync(plansFile, JSON.stringify({ plans: o.plans }));
+  const db = new pg.Pool({ connectionString: hostDbUrl, max: 2 });
+
+  // The cache: Redis on the host, behind a unix socket the cache's namespace relays to.
+  const redisSock = path.join(dir, 'redis.sock');
+  const redisRelay = net.createServer((c) => {
+    const u = net.connect(REDIS.port, REDIS.host);
+    c.pipe(u).pipe(c);
+    const end = (): void => { c.destroy(); u.destroy(); };
+    for (const s of [c, u]) { s.once('error', end); s.once('close', end); }
+  });
+  await new Promise<void>((r) => redisRelay.listen(redisSock, r));
+  // Its own database number keeps its entries apart from other suites'.
+  const redisDb = 10 + (netId % 5);
+
+  // The client's way in: 127.0.0.1 on the host to the edge's address (a load balancer).
+  const front = net.createServer((c) => {
+    const u = net.connect(ROLE_PORTS.edge, net_.edgeAddr);
+    c.pipe(u).pipe(c);
+    const end = (): void => { c.destroy(); u.destroy(); };
+    for (const s of [c, u]) { s.once('error', end); s.once('close', end); }
+  });
+  await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+  const port = (front.address() as net.AddressInfo).port;
+
+  const made = await makeNet(net_);
+  const common = { TINTYPE_RENDER_TIMEOUT_MS: String(o.renderTimeoutMs), TINTYPE_LOG_LEVEL: 'info' };
+  const tintype = (ns: string, role: string, env: Record<string, string>): Proc => run(ns, [TINTYPE, role], { ...common, ...env });
+  const startPolicy = (): Proc => tintype(net_.ns('p'), 'policy', { PORT: String(ROLE_PORTS.policy), DATABASE_URL: podDbUrl, TINTYPE_PLANS: plansFile, TINTYPE_DATA_DIR: dir });
+  const guardRules = { GUARD_ALLOW_CIDRS: `${net_.siteAddr}/32`, ...o.guardEnv, ...(made ?? {}) };
+  const startPod = (m: 'r1' | 'r2'): Proc => {
+    const data = path.join(dir, m);
+    return tintype(net_.ns(m), 'renderer', {
+      ...guardRules,
+      PORT: String(ROLE_PORTS.renderer),
+      TINTYPE_ADMIN_PORT: String(ROLE_PORTS.rendererAdmin),
+      TINTYPE_ISOLATION: 'pod',
+      TINTYPE_SLOTS: String(o.slots),
+      TINTYPE_DATA_DIR: data,
+      GUARD_URL: `http://${net_.addr('g')}:${ROLE_PORTS.guard}`,
+      TINTYPE_POLICY_URL: `http://${net_.addr('p')}:${ROLE_PORTS.policy}`,
+      REDIS_URL: `redis://${net_.addr('c')}:${ROLE_PORTS.cache}/${redisDb}`,
+      CHROMIUM_PATH: CHROMIUM,
+    });
+  };
+
+  const procs = {} as Apart['procs'];
+  const stopAll = async (): Promise<void> => {
+    await Promise.allSettled(Object.values(procs).map((p) => p.kill('SIGTERM')));
+    front.close();
+    redisRelay.close();
+    await db.end().catch(() => {});
+    const a = new pg.Client({ connectionString: PG_ADMIN_URL });
+    await a.connect();
+    await a.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await a.end();
+    net_.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    procs.cache = run(net_.ns('c'), ['node', '--import', 'tsx', path.join(ROOT, 'test/e2e/apart-relay.ts'), net_.addr('c'), String(ROLE_PORTS.cache), redisSock], {});
+    procs.guard = tintype(net_.ns('g'), 'guard', {
+      PORT: String(ROLE_PORTS.guard),
+      TINTYPE_ADMIN_PORT: String(ROLE_PORTS.guardAdmin),
+      ...guardRules,
+    });
+    procs.policy = startPolicy();
+    await Promise.all([procs.cache.waitFor(/relay\.ready/), procs.guard.waitFor(/guard\.admin_listening/), procs.policy.waitFor(/"listening"|listening/)]);
+    procs.r1 = startPod('r1');
+    procs.r2 = startPod('r2');
+    const renderers = (['r1', 'r2'] as const).map((m) => `${net_.addr(m)}:${ROLE_PORTS.renderer}:${ROLE_PORTS.rendererAdmin}`).join(',');
+    procs.edge = run(net_.ns('e'), ['node', '--import', 'tsx', path.join(ROOT, 'test/e2e/apart-edge.ts')], {
+      ...common,
+      POLICY_URL: `http://${net_.addr('p')}:${ROLE_PORTS.policy}`,
+      RENDERERS: renderers,
+      PORT: String(ROLE_PORTS.edge),
+    });
+    await Promise.all([procs.r1.waitFor(/guard\.self_test_passed/), procs.r2.waitFor(/guard\.self_test_passed/), procs.edge.waitFor(/edge\.ready/)]);
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+
+  return {
+    net: net_,
+    port,
+    procs,
+    call: (req) => send({ ...req, port }),
+    async key(plan) {
+      const r = await runTintype(['keys', 'create', '--plan', plan], { DATABASE_URL: hostDbUrl, TINTYPE_PLANS: plansFile });
+      const secret = /^secret: (\S+)$/m.exec(r.stdout)?.[1];
+      const id = /^id: (\S+)$/m.exec(r.stdout)?.[1];
+      if (r.code !== 0 || secret === undefined || id === undefined) throw new Error(`keys create failed: ${r.stderr}`);
+      return { secret, id };
+    },
+    async ledger(keyId) {
+      const r = await db.query('SELECT operation, status, error, cache, metered::int AS metered, outcome FROM usage WHERE key_id = $1 ORDER BY seq', [keyId]);
+      return r.rows as LedgerRow[];
+    },
+    async openLeases(keyId) {
+      const r = await db.query('SELECT count(*)::int AS n FROM leases WHERE key_id = $1', [keyId]);
+      return (r.rows[0] as { n: number }).n;
+    },
+    async restart(role) {
+      if (role === 'policy') {
+        procs.policy = startPolicy();
+        await procs.policy.waitFor(/listening/);
+      } else {
+        procs[role] = startPod(role);
+        await procs[role].waitFor(/guard\.self_test_passed/);
+      }
+    },
+    stop: stopAll,
+  };
+}
