@@ -6,7 +6,9 @@
  * with the same bytes and headers and doing nothing else, driven by the same client. Beside it,
  * the least any edge in front of a server does: the bare server behind one pass-through hop
  * (node:http, kept-alive upstream, nothing else), which shows what a separate edge process
- * costs before it authorizes or meters anything.
+ * costs before it authorizes or meters anything. And the roles apart, as a cluster runs them
+ * (test/e2e/apart.ts, as root): the same requests through the embedded edge in a network
+ * namespace of its own, policy on PostgreSQL, two pod-isolated renderers and the Redis cache.
  *
  * Latency is measured one request at a time on one kept-alive connection; throughput with
  * `--connections` kept-alive connections for `--seconds`. The client writes prepared request
@@ -26,6 +28,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cpuSecondsOf, percentile, printMachine, round2 } from './machine.ts';
+import { ROLE_PORTS, startApart, type Apart } from '../test/e2e/apart.ts';
 
 const args = process.argv.slice(3);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -38,6 +41,8 @@ const PLANS = { plans: { bench: { monthlyQuota: 1_000_000_000, perMinute: 1_000_
 
 interface Target {
   name: string;
+  /** Where it listens: 127.0.0.1, or the apart deployment's edge address. */
+  host: string;
   port: number;
   /** The request bytes of a cache hit and of a ping, written as they are for every call. */
   hit: Buffer;
@@ -62,13 +67,13 @@ function requestBytes(port: number, secret: string, kind: 'hit' | 'ping'): Buffe
 }
 
 /** node:http, for the few calls whose headers and body are read (warm-up and recording). */
-function fullRequest(port: number, bytes: Buffer): Promise<Answer> {
+function fullRequest(t: Pick<Target, 'host' | 'port'>, bytes: Buffer): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const [head, body] = bytes.toString('utf8').split('\r\n\r\n', 2) as [string, string];
     const [line, ...rest] = head.split('\r\n');
     const [method, p] = line!.split(' ');
     const headers = Object.fromEntries(rest.map((h) => [h.slice(0, h.indexOf(':')), h.slice(h.indexOf(':') + 2)]));
-    const req = http.request({ host: '127.0.0.1', port, method, path: p, headers, agent: false }, (res) => {
+    const req = http.request({ host: t.host, port: t.port, method, path: p, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
@@ -101,9 +106,9 @@ class RawConnection {
     socket.on('close', () => this.failed?.(new Error('connection closed')));
   }
 
-  static open(port: number): Promise<RawConnection> {
+  static open(t: Pick<Target, 'host' | 'port'>): Promise<RawConnection> {
     return new Promise((resolve, reject) => {
-      const s = net.connect(port, '127.0.0.1', () => resolve(new RawConnection(s)));
+      const s = net.connect(t.port, t.host, () => resolve(new RawConnection(s)));
       s.once('error', reject);
     });
   }
@@ -148,7 +153,7 @@ function noteNotOk(t: Target, kind: Kind, status: number): void {
 
 /** One request at a time on one connection: per-request latency in ms. */
 async function latency(t: Target, kind: Kind, n: number): Promise<{ samples: number[]; bad: number }> {
-  const c = await RawConnection.open(t.port);
+  const c = await RawConnection.open(t);
   const samples: number[] = [];
   let bad = 0;
   for (let i = 0; i < n; i++) {
@@ -176,7 +181,7 @@ interface Run {
 
 /** `connections` loops for `seconds`: answers per second, and the CPU it cost each side. */
 async function throughput(t: Target, serverPid: number, kind: Kind, connections: number, seconds: number): Promise<Run> {
-  const conns = await Promise.all(Array.from({ length: connections }, () => RawConnection.open(t.port)));
+  const conns = await Promise.all(Array.from({ length: connections }, () => RawConnection.open(t)));
   let done = 0;
   let bad = 0;
   const s0 = cpuSecondsOf(serverPid);
@@ -317,6 +322,7 @@ async function main(): Promise<void> {
   writeFileSync(plansFile, JSON.stringify(PLANS));
   const env = { PATH: process.env.PATH, HOME: process.env.HOME, TINTYPE_DATA_DIR: dataDir, TINTYPE_PLANS: plansFile, CHROMIUM_PATH: CHROMIUM };
   const children: ChildProcess[] = [];
+  let apart: Apart | undefined;
   try {
     // Node refuses --cpu-prof in NODE_OPTIONS: a profiled service is started by node itself.
     const profile = values['cpu-prof'] === undefined ? [] : [process.execPath, '--cpu-prof', `--cpu-prof-dir=${path.resolve(values['cpu-prof'])}`];
@@ -329,12 +335,12 @@ async function main(): Promise<void> {
       c.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error('keys create failed'))));
     });
     const secret = /^secret: (\S+)$/m.exec(keyOut)![1]!;
-    const edge: Target = { name: 'edge', port: service.port, hit: requestBytes(service.port, secret, 'hit'), ping: requestBytes(service.port, secret, 'ping') };
+    const edge: Target = { name: 'edge', host: '127.0.0.1', port: service.port, hit: requestBytes(service.port, secret, 'hit'), ping: requestBytes(service.port, secret, 'ping') };
 
     // The first call renders; every later identical call is a hit. Record both answers for the baseline.
-    const first = await fullRequest(edge.port, edge.hit);
-    const aHit = await fullRequest(edge.port, edge.hit);
-    const aPing = await fullRequest(edge.port, edge.ping);
+    const first = await fullRequest(edge, edge.hit);
+    const aHit = await fullRequest(edge, edge.hit);
+    const aPing = await fullRequest(edge, edge.ping);
     if (first.status !== 200 || aHit.headers['x-cache'] !== 'hit' || aPing.status !== 200) {
       throw new Error(`the service did not answer as expected: ${first.status}, x-cache ${String(aHit.headers['x-cache'])}, ping ${aPing.status}`);
     }
@@ -346,24 +352,40 @@ async function main(): Promise<void> {
     const bareProc = await spawnUntilPort(process.execPath, ['--import', 'tsx', path.join(HERE, 'run.ts'), 'edge', '--bare', answersFile], { ...env, NODE_OPTIONS: '' }, /bare listening on (\d+)/);
     children.push(bareProc.child);
     // The same request bytes (key included) go to the bare server.
-    const bare: Target = { name: 'bare koa', port: bareProc.port, hit: requestBytes(bareProc.port, secret, 'hit'), ping: requestBytes(bareProc.port, secret, 'ping') };
+    const bare: Target = { name: 'bare koa', host: '127.0.0.1', port: bareProc.port, hit: requestBytes(bareProc.port, secret, 'hit'), ping: requestBytes(bareProc.port, secret, 'ping') };
     const hopProc = await spawnUntilPort(process.execPath, ['--import', 'tsx', path.join(HERE, 'run.ts'), 'edge', '--hop', String(bare.port)], { ...env, NODE_OPTIONS: '' }, /hop listening on (\d+)/);
     children.push(hopProc.child);
-    const hop: Target = { name: 'one hop', port: hopProc.port, hit: requestBytes(hopProc.port, secret, 'hit'), ping: requestBytes(hopProc.port, secret, 'ping') };
+    const hop: Target = { name: 'one hop', host: '127.0.0.1', port: hopProc.port, hit: requestBytes(hopProc.port, secret, 'hit'), ping: requestBytes(hopProc.port, secret, 'ping') };
     // The hop's server CPU is its own: what the hop adds to the bare server's.
     const pids = new Map([[edge.name, service.child.pid!], [bare.name, bareProc.child.pid!], [hop.name, hopProc.child.pid!]]);
+    // The roles apart (test/e2e/apart.ts): the same requests through the embedded edge in a
+    // namespace of its own, policy on PostgreSQL, two pod-isolated renderers, the Redis cache.
+    // Its server CPU is the edge process's alone; the roles behind it spend theirs elsewhere.
+    const targets = [edge, bare, hop];
+    if (process.getuid?.() === 0) {
+      apart = await startApart(1 + (process.pid % 250), { renderTimeoutMs: 30_000, slots: 2, plans: PLANS.plans });
+      const apartKey = await apart.key('bench');
+      const at: Target = { name: 'apart', host: apart.net.edgeAddr, port: ROLE_PORTS.edge, hit: requestBytes(ROLE_PORTS.edge, apartKey.secret, 'hit'), ping: requestBytes(ROLE_PORTS.edge, apartKey.secret, 'ping') };
+      const warm = [await fullRequest(at, at.hit), await fullRequest(at, at.hit), await fullRequest(at, at.hit)];
+      if (warm.some((a) => a.status !== 200) || warm.at(-1)!.headers['x-cache'] !== 'hit') {
+        throw new Error(`the apart deployment did not answer as expected: ${warm.map((a) => `${a.status} ${String(a.headers['x-cache'])}`).join(', ')}`);
+      }
+      pids.set(at.name, apart.procs.edge.child.pid!);
+      targets.push(at);
+      console.log(`roles apart: edge at ${at.host}:${at.port}, two renderer pods, policy on PostgreSQL, Redis cache`);
+    } else console.log('roles apart: skipped (network namespaces need root)');
     console.log(`tintype start on :${edge.port}; bare Koa on :${bare.port}, behind one hop on :${hop.port}; answer ${aHit.body.length} bytes; ${connections} connections, ${seconds} s of hits and of pings and ${latencyRequests} sequential hits per target, in ${ROUNDS} alternating rounds`);
 
     // Warm both, then measure in alternating rounds, so load from elsewhere on this shared
     // machine falls on both alike; samples and counts are pooled over the rounds.
-    for (const t of [edge, bare, hop]) {
+    for (const t of targets) {
       await latency(t, 'hit', 300);
       await throughput(t, pids.get(t.name)!, 'hit', connections, 1);
     }
     const pooled = new Map<string, Pooled>();
-    for (const t of [bare, hop, edge]) pooled.set(t.name, { samples: [], hits: [], pings: [], bad: 0 });
+    for (const t of targets) pooled.set(t.name, { samples: [], hits: [], pings: [], bad: 0 });
     for (let round = 0; round < ROUNDS; round++) {
-      for (const t of round % 2 === 0 ? [bare, hop, edge] : [edge, hop, bare]) {
+      for (const t of round % 2 === 0 ? targets : [...targets].reverse()) {
         const acc = pooled.get(t.name)!;
         const l = await latency(t, 'hit', Math.ceil(latencyRequests / ROUNDS));
         const h = await throughput(t, pids.get(t.name)!, 'hit', connections, seconds / ROUNDS);
@@ -376,7 +398,7 @@ async function main(): Promise<void> {
     }
     const load1 = os.loadavg();
     const figures = new Map<string, { hitP50: number; hitP99: number; hits: ReturnType<typeof summarise>; pings: ReturnType<typeof summarise>; bad: number }>();
-    for (const t of [bare, hop, edge]) {
+    for (const t of [bare, hop, ...targets.filter((x) => x !== bare && x !== hop)]) {
       const acc = pooled.get(t.name)!;
       const f = { hitP50: percentile(acc.samples, 50), hitP99: percentile(acc.samples, 99), hits: summarise(acc.hits), pings: summarise(acc.pings), bad: acc.bad };
       figures.set(t.name, f);
@@ -419,6 +441,14 @@ async function main(): Promise<void> {
       one_hop_hits_per_s: Math.round(h.hits.perSec),
       one_hop_cpu_ms_per_hit: round3(h.hits.serverMsPerCall),
       one_hop_added_p50_pct: added.hopP50,
+      ...(figures.has('apart') ? {
+        apart_hit_p50_ms: round2(figures.get('apart')!.hitP50),
+        apart_hit_p99_ms: round2(figures.get('apart')!.hitP99),
+        apart_hits_per_s: Math.round(figures.get('apart')!.hits.perSec),
+        apart_pings_per_s: Math.round(figures.get('apart')!.pings.perSec),
+        apart_edge_cpu_ms_per_hit: round3(figures.get('apart')!.hits.serverMsPerCall),
+        apart_non_200: figures.get('apart')!.bad,
+      } : {}),
       client_cpu_ms_per_hit: round3(e.hits.clientMsPerCall),
       client_cores_during_bare_hits: round2(b.hits.clientCores),
       load_avg_1m: [round2(load0[0]!), round2(load1[0]!)],
@@ -426,6 +456,7 @@ async function main(): Promise<void> {
       seconds,
     }));
   } finally {
+    await apart?.stop();
     for (const c of children) c.kill('SIGTERM');
     await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
     rmSync(dataDir, { recursive: true, force: true });
