@@ -64,7 +64,7 @@ export const REQUEST_TIMEOUT_MS = 60_000;
  */
 export const MAX_REQUEST_HEADER_BYTES = 16_384;
 
-/** Client connections the edge holds at once (DESIGN.md §3, TINTYPE_EDGE_MAX_CONNECTIONS). */
+/** Client connections the edge holds at once (README, "The edge"); past it a new connection is closed at once. */
 export const MAX_CONNECTIONS = 1024;
 
 /**
