@@ -11,6 +11,9 @@ import { bearer, json, jsonWith } from './service.ts';
 import { startNxdomainDns, startSite, type Site } from './site.ts';
 
 const RENDER_TIMEOUT_MS = 8000;
+// Six processes and two Chromiums start, and a lease is waited out to its expiry: longer than
+// the default per-file limit on a shared machine.
+t.setTimeout(600_000);
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
 /** A namespace id of its own per run (1–250), so parallel runs do not share links. */
 const NET_ID = 1 + (process.pid % 250);
