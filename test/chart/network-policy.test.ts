@@ -1,0 +1,163 @@
+/**
+ * The NetworkPolicies, object by object and as a whole: default deny for the release's pods, then
+ * only the paths the roles need (README: Deploy with Helm). Each connection is asked of the
+ * rendered policies with Kubernetes' semantics (network-policy-eval.ts).
+ */
+import t from 'tap';
+import { NAMESPACE, ofKind, render, RELEASE, type K8sObject } from './helm.ts';
+import { allowed, type Endpoint } from './network-policy-eval.ts';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+const ns = (name: string) => ({ 'kubernetes.io/metadata.name': name });
+const HERE = ns(NAMESPACE);
+const role = (component: string, ip: string): Endpoint => ({
+  labels: { 'app.kubernetes.io/name': 'tintype', 'app.kubernetes.io/instance': RELEASE, 'app.kubernetes.io/component': component },
+  namespace: HERE,
+  ip,
+});
+const pod = (labels: Record<string, string>, namespace: Record<string, string>, ip: string): Endpoint => ({ labels, namespace, ip });
+const addr = (ip: string): Endpoint => ({ ip });
+
+const envoy = role('envoy', '10.1.0.1');
+const policy = role('policy', '10.1.0.2');
+const renderer = role('renderer', '10.1.0.3');
+const guard = role('guard', '10.1.0.4');
+const controller = role('controller', '10.1.0.5');
+const helmTest = role('test', '10.1.0.6');
+const otherRelease: Endpoint = { ...role('renderer', '10.1.0.7'), labels: { ...role('renderer', '').labels!, 'app.kubernetes.io/instance': 'other' } };
+const stranger = pod({ app: 'shop' }, HERE, '10.1.0.9');
+const strangerElsewhere = pod({ app: 'shop' }, ns('shop'), '10.2.0.9');
+const prometheus = pod({ 'app.kubernetes.io/name': 'prometheus' }, HERE, '10.1.0.10');
+const redis = pod({ 'app.kubernetes.io/name': 'redis' }, HERE, '10.1.0.11');
+const postgres = pod({ 'app.kubernetes.io/name': 'postgresql' }, HERE, '10.1.0.12');
+const dns = pod({ 'k8s-app': 'kube-dns' }, ns('kube-system'), '10.96.0.10');
+const fakeDns = pod({ 'k8s-app': 'kube-dns' }, HERE, '10.1.0.13');
+const internet = addr('93.184.215.14');
+const internet6 = addr('2606:2800:21f:cb07:6820:80da:af6b:8b2c');
+/** One address in every range the guard must never reach, IPv4 and IPv6. */
+const PRIVATE = ['10.0.0.1', '172.16.0.1', '192.168.1.1', '127.0.0.1', '169.254.169.254', '100.64.0.1', '0.0.0.1', '224.0.0.1',
+  '198.18.0.1', '::1', '::', 'fd00::1', 'fc00::1', 'fe80::1', 'fd00:ec2::254', '::ffff:10.0.0.1', '64:ff9b::a00:1', '2002:a00:1::', 'ff02::1'];
+
+let policies: K8sObject[] = [];
+const may = (from: Endpoint, to: Endpoint, port: number, protocol = 'TCP') => allowed(policies, HERE, from, to, port, protocol);
+
+t.before(async () => {
+  policies = ofKind(await render('operator-scaling-values.yaml'), 'NetworkPolicy');
+});
+
+t.test('default deny: every pod of the release, both directions, no rule', async (t) => {
+  const deny: any = policies.find((p) => p.metadata.name === `${RELEASE}-default-deny`);
+  t.same(deny.spec, {
+    podSelector: { matchLabels: { 'app.kubernetes.io/name': 'tintype', 'app.kubernetes.io/instance': RELEASE } },
+    policyTypes: ['Ingress', 'Egress'],
+  });
+  // Every policy governs both directions, so no role is left open in one of them by omission.
+  for (const p of policies as any[]) t.same(p.spec.policyTypes, ['Ingress', 'Egress'], p.metadata.name);
+});
+
+t.test('renderer: egress only to the guard, policy, Redis and DNS', async (t) => {
+  t.ok(may(renderer, guard, 3128), 'guard proxy');
+  t.ok(may(renderer, policy, 8081), 'policy settle');
+  t.ok(may(renderer, redis, 6379), 'Redis cache');
+  t.ok(may(renderer, dns, 53, 'UDP'), 'DNS over UDP');
+  t.ok(may(renderer, dns, 53, 'TCP'), 'DNS over TCP');
+  t.notOk(may(renderer, fakeDns, 53, 'UDP'), 'DNS only at the cluster DNS');
+  t.notOk(may(renderer, guard, 9128), "not the guard's admin port");
+  t.notOk(may(renderer, postgres, 5432), 'not PostgreSQL');
+  t.notOk(may(renderer, envoy, 8443), 'not the edge');
+  t.notOk(may(renderer, stranger, 80), 'no other pod');
+  t.notOk(may(renderer, otherRelease, 8082), "no other release's pod");
+  t.notOk(may(renderer, internet, 443), 'not the internet: only through the guard');
+  t.notOk(may(renderer, internet6, 443), 'not the internet over IPv6');
+  for (const ip of PRIVATE) t.notOk(may(renderer, addr(ip), 80), ip);
+});
+
+t.test('renderer: ingress only from Envoy (8082) and the controller and Prometheus (admin 9082)', async (t) => {
+  t.ok(may(envoy, renderer, 8082));
+  t.ok(may(controller, renderer, 9082), 'the controller reads /state');
+  t.ok(may(prometheus, renderer, 9082));
+  for (const from of [policy, guard, controller, helmTest, stranger, strangerElsewhere, prometheus, otherRelease]) {
+    t.notOk(may(from, renderer, 8082), `${from.labels?.['app.kubernetes.io/component'] ?? from.labels?.['app'] ?? from.labels?.['app.kubernetes.io/name']} may not call the renderer`);
+  }
+  t.notOk(may(envoy, renderer, 9082), "Envoy may not reach the renderer's admin port");
+  t.notOk(may(stranger, renderer, 9082));
+  t.notOk(may(internet, renderer, 8082));
+});
+
+t.test('guard: ingress from renderer pods only; egress to the public internet, DNS, nothing private', async (t) => {
+  t.ok(may(renderer, guard, 3128));
+  for (const from of [envoy, policy, controller, stranger, strangerElsewhere, otherRelease, internet]) t.notOk(may(from, guard, 3128));
+  t.ok(may(prometheus, guard, 9128));
+  t.notOk(may(stranger, guard, 9128));
+  t.ok(may(guard, internet, 443), 'IPv4 internet, https');
+  t.ok(may(guard, internet, 80), 'IPv4 internet, http');
+  t.ok(may(guard, internet6, 443), 'IPv6 internet');
+  t.ok(may(guard, dns, 53, 'UDP'));
+  for (const ip of PRIVATE) {
+    t.notOk(may(guard, addr(ip), 443), `${ip} is never reachable from the guard`);
+    t.notOk(may(guard, addr(ip), 80), `${ip}:80`);
+  }
+  t.notOk(may(guard, policy, 8081), 'not policy');
+  t.notOk(may(guard, redis, 6379), 'not Redis');
+  t.notOk(may(guard, postgres, 5432), 'not PostgreSQL');
+  t.ok(may(guard, addr('10.30.1.1'), 443), 'a range opened on purpose (guard.allowCidrs) is reachable');
+});
+
+t.test('policy: ingress from Envoy and renderers; egress to PostgreSQL and DNS', async (t) => {
+  t.ok(may(envoy, policy, 8081));
+  t.ok(may(renderer, policy, 8081));
+  for (const from of [guard, controller, stranger, strangerElsewhere, otherRelease, internet]) t.notOk(may(from, policy, 8081));
+  t.ok(may(policy, postgres, 5432));
+  t.ok(may(policy, dns, 53, 'UDP'));
+  t.notOk(may(policy, redis, 6379));
+  t.notOk(may(policy, internet, 443));
+  t.notOk(may(policy, renderer, 8082));
+});
+
+t.test('Envoy: its public port from anywhere; egress to policy and renderers only', async (t) => {
+  for (const from of [internet, internet6, stranger, strangerElsewhere, addr('10.9.9.9')]) t.ok(may(from, envoy, 8443));
+  t.notOk(may(internet, envoy, 9902), 'the admin port is not public');
+  t.ok(may(prometheus, envoy, 9902));
+  t.ok(may(helmTest, envoy, 8443), 'helm test reaches the public port');
+  t.ok(may(helmTest, envoy, 9902), 'and the admin port');
+  t.ok(may(envoy, policy, 8081));
+  t.ok(may(envoy, renderer, 8082));
+  t.notOk(may(envoy, guard, 3128));
+  t.notOk(may(envoy, internet, 443));
+  t.notOk(may(envoy, redis, 6379));
+  t.notOk(may(envoy, renderer, 9082));
+});
+
+t.test('controller: the API server and the renderers admin port, nothing else', async (t) => {
+  t.ok(may(controller, renderer, 9082));
+  t.ok(may(controller, addr('10.96.0.1'), 443), 'API server');
+  t.notOk(may(controller, renderer, 8082));
+  t.notOk(may(controller, policy, 8081));
+  t.notOk(may(controller, guard, 3128));
+  t.notOk(may(controller, redis, 6379));
+  t.notOk(may(stranger, controller, 9090));
+});
+
+t.test('with tracing on, every role reaches the collector and nothing else is opened', async (t) => {
+  const monitored = ofKind(await render('monitoring-values.yaml'), 'NetworkPolicy');
+  const collector = pod({ 'app.kubernetes.io/name': 'opentelemetry-collector' }, ns('observability'), '10.3.0.1');
+  const prom = pod({ 'app.kubernetes.io/name': 'prometheus' }, ns('monitoring'), '10.4.0.1');
+  for (const r of [envoy, policy, renderer, guard]) {
+    t.ok(allowed(monitored, HERE, r, collector, 4318), `${r.labels!['app.kubernetes.io/component']} to the collector`);
+    t.notOk(allowed(monitored, HERE, r, collector, 4317), 'only its OTLP/HTTP port');
+  }
+  t.ok(allowed(monitored, HERE, prom, renderer, 9082), 'Prometheus from its namespace scrapes renderers');
+  t.ok(allowed(monitored, HERE, prom, policy, 8081), 'and policy, whose metrics share its port');
+  t.notOk(allowed(monitored, HERE, prometheus, renderer, 9082), 'a look-alike in another namespace may not');
+  t.notOk(allowed(monitored, HERE, renderer, internet, 443));
+});
+
+t.test('the default values give the same walls (no controller: nobody else reaches the admin port)', async (t) => {
+  const defaults = ofKind(await render('default-values.yaml'), 'NetworkPolicy');
+  t.notOk(defaults.some((p) => p.metadata.name.endsWith('-controller')));
+  t.notOk(allowed(defaults, HERE, controller, renderer, 9082));
+  t.ok(allowed(defaults, HERE, envoy, renderer, 8082));
+  t.notOk(allowed(defaults, HERE, renderer, internet, 443));
+  t.ok(allowed(defaults, HERE, guard, internet, 443));
+  for (const ip of PRIVATE) t.notOk(allowed(defaults, HERE, guard, addr(ip), 443), ip);
+});

@@ -1,0 +1,132 @@
+/**
+ * Pod Security `restricted` on every pod the chart makes, and what each pod needs to live by it:
+ * writable emptyDirs where it writes, probes, grace periods over the render budget, requests and
+ * limits (the renderer's memory from the README's sizing), tokens mounted for the controller only.
+ */
+import t from 'tap';
+import { CI_VALUES, ofKind, render, type K8sObject } from './helm.ts';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type Pod = { name: string; spec: any; kind: string };
+
+/** The pod spec of every Deployment, and of every bare Pod (the helm test). */
+function pods(objects: K8sObject[]): Pod[] {
+  return objects.flatMap((o): Pod[] => {
+    if (o.kind === 'Deployment') return [{ name: o.metadata.name, kind: o.kind, spec: (o as any).spec.template.spec }];
+    if (o.kind === 'Pod') return [{ name: o.metadata.name, kind: o.kind, spec: (o as any).spec }];
+    return [];
+  });
+}
+
+/** The `restricted` profile of the Pod Security Standards, as a list of broken rules. */
+function restrictedViolations(spec: any): string[] {
+  const out: string[] = [];
+  const podSc = spec.securityContext ?? {};
+  if (spec.hostNetwork || spec.hostPID || spec.hostIPC) out.push('host namespaces');
+  for (const v of spec.volumes ?? []) {
+    const kinds = Object.keys(v).filter((k) => k !== 'name');
+    const allowed = ['configMap', 'csi', 'downwardAPI', 'emptyDir', 'ephemeral', 'persistentVolumeClaim', 'projected', 'secret'];
+    for (const k of kinds) if (!allowed.includes(k)) out.push(`volume ${v.name}: ${k}`);
+  }
+  for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+    const sc = c.securityContext ?? {};
+    const nonRoot = sc.runAsNonRoot ?? podSc.runAsNonRoot;
+    const user = sc.runAsUser ?? podSc.runAsUser;
+    const seccomp = (sc.seccompProfile ?? podSc.seccompProfile)?.type;
+    if (nonRoot !== true) out.push(`${c.name}: runAsNonRoot`);
+    if (user === 0) out.push(`${c.name}: runAsUser 0`);
+    if (sc.privileged === true) out.push(`${c.name}: privileged`);
+    if (sc.allowPrivilegeEscalation !== false) out.push(`${c.name}: allowPrivilegeEscalation`);
+    if (!(sc.capabilities?.drop ?? []).includes('ALL')) out.push(`${c.name}: drop ALL`);
+    const added = sc.capabilities?.add ?? [];
+    if (added.some((a: string) => a !== 'NET_BIND_SERVICE')) out.push(`${c.name}: adds ${added}`);
+    if (!['RuntimeDefault', 'Localhost'].includes(seccomp)) out.push(`${c.name}: seccompProfile`);
+    if (sc.readOnlyRootFilesystem !== true) out.push(`${c.name}: readOnlyRootFilesystem`);
+    for (const p of c.ports ?? []) if (p.hostPort) out.push(`${c.name}: hostPort`);
+    if (c.resources?.limits?.memory === undefined || c.resources?.requests?.memory === undefined) out.push(`${c.name}: memory request and limit`);
+    if (c.resources?.limits?.cpu === undefined || c.resources?.requests?.cpu === undefined) out.push(`${c.name}: cpu request and limit`);
+  }
+  return out;
+}
+
+function env(container: any): Record<string, any> {
+  return Object.fromEntries((container.env ?? []).map((e: any) => [e.name, e.value ?? e.valueFrom]));
+}
+
+for (const values of CI_VALUES) {
+  t.test(`${values}: every pod follows Pod Security restricted`, async (t) => {
+    const all = pods(await render(values));
+    t.ok(all.length >= 5);
+    for (const p of all) t.same(restrictedViolations(p.spec), [], p.name);
+  });
+
+  t.test(`${values}: tokens, probes, writable paths and grace periods`, async (t) => {
+    const objects = await render(values);
+    const accounts = new Map(ofKind(objects, 'ServiceAccount').map((a: any) => [a.metadata.name, a.automountServiceAccountToken]));
+    for (const p of pods(objects)) {
+      const isController = p.name.endsWith('-controller');
+      t.equal(p.spec.automountServiceAccountToken, isController, `${p.name}: token mounted only for the controller`);
+      if (p.kind === 'Pod') continue;
+      t.equal(accounts.get(p.spec.serviceAccountName), isController, `${p.name}: its own ServiceAccount`);
+      const [c] = p.spec.containers;
+      // Liveness and readiness on /healthz/live and /healthz/ready for every role.
+      t.equal(c.livenessProbe.httpGet.path, '/healthz/live', p.name);
+      t.equal(c.readinessProbe.httpGet.path, '/healthz/ready', p.name);
+      // /tmp is writable on a read-only root.
+      const tmp = c.volumeMounts.find((m: any) => m.mountPath === '/tmp');
+      t.ok(tmp, `${p.name}: /tmp mounted`);
+      t.ok(p.spec.volumes.find((v: any) => v.name === tmp.name)?.emptyDir, `${p.name}: /tmp is an emptyDir`);
+    }
+  });
+}
+
+t.test('grace periods cover the render budget and the edge margin, from the one budget value', async (t) => {
+  for (const budget of [30000, 90000]) {
+    const objects = await render('operator-scaling-values.yaml', ['--set', `renderBudgetMs=${budget}`]);
+    const all = pods(objects).filter((p) => p.kind === 'Deployment' && !p.name.endsWith('-controller'));
+    for (const p of all) t.ok(p.spec.terminationGracePeriodSeconds > budget / 1000 + 15, `${p.name}: ${p.spec.terminationGracePeriodSeconds}`);
+    const envoy = all.find((p) => p.name.endsWith('-envoy'))!;
+    const sleep = envoy.spec.containers[0].lifecycle.preStop.sleep.seconds;
+    t.ok(envoy.spec.terminationGracePeriodSeconds > sleep, 'Envoy drains (preStop) inside its grace period');
+    t.ok(sleep >= budget / 1000 + 15, 'Envoy keeps answering for a whole render after leaving the endpoints');
+    const renderer = all.find((p) => p.name.endsWith('-renderer'))!;
+    t.equal(env(renderer.spec.containers[0])['TINTYPE_RENDER_TIMEOUT_MS'], String(budget));
+  }
+});
+
+t.test('renderer: memory limit = flat + per slot × slots + /dev/shm, Chromium reaped, isolation by pod', async (t) => {
+  for (const slots of [2, 4]) {
+    const objects = await render('default-values.yaml', ['--set', `renderer.slots=${slots}`]);
+    const d: any = objects.find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('-renderer'));
+    const spec = d.spec.template.spec;
+    const c = spec.containers[0];
+    const expected = 384 + 160 * slots + 128;
+    t.equal(c.resources.limits.memory, `${expected}Mi`, `${slots} slots`);
+    t.equal(c.resources.requests.memory, `${expected}Mi`, 'requested as limited');
+    t.equal(env(c)['TINTYPE_SLOTS'], String(slots));
+    const shm = c.volumeMounts.find((m: any) => m.mountPath === '/dev/shm');
+    const vol = spec.volumes.find((v: any) => v.name === shm.name);
+    t.same(vol.emptyDir, { medium: 'Memory', sizeLimit: '128Mi' });
+    t.equal(spec.shareProcessNamespace, true, 'the pause process reaps the children of a killed Chromium');
+    t.equal(env(c)['TINTYPE_ISOLATION'], 'pod');
+    t.equal(env(c)['HOME'], '/tmp', "Chromium's profile goes to the emptyDir");
+    t.equal(spec.topologySpreadConstraints[0].topologyKey, 'kubernetes.io/hostname');
+    t.notOk('runtimeClassName' in spec);
+    t.notOk('hostUsers' in spec);
+  }
+  const hardened: any = (await render('operator-scaling-values.yaml')).find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('-renderer'));
+  t.equal(hardened.spec.template.spec.runtimeClassName, 'gvisor');
+  t.equal(hardened.spec.template.spec.hostUsers, false);
+  t.notOk('replicas' in hardened.spec, 'the controller owns the replica count');
+});
+
+t.test('PodDisruptionBudgets: every serving role, unhealthy pods always evictable', async (t) => {
+  const objects = await render('default-values.yaml');
+  const pdbs = ofKind(objects, 'PodDisruptionBudget');
+  t.same(pdbs.map((p) => p.metadata.name).sort(), ['tt-envoy', 'tt-guard', 'tt-policy', 'tt-renderer']);
+  for (const p of pdbs as any[]) {
+    t.equal(p.spec.unhealthyPodEvictionPolicy, 'AlwaysAllow', p.metadata.name);
+    const d: any = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === p.metadata.name);
+    t.same(p.spec.selector.matchLabels, d.spec.selector.matchLabels, `${p.metadata.name} selects its Deployment`);
+  }
+});

@@ -1,0 +1,70 @@
+/**
+ * The chart renders and lints on every CI values file, refuses what it cannot run and any value
+ * it does not know, and every object it renders is valid Kubernetes with no unknown field.
+ */
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { CHART, CI_VALUES, helm, render } from './helm.ts';
+import { isBuiltIn, k8sErrors } from './k8s-schema.ts';
+
+t.test('CI renders every charts/tintype/ci/*.yaml (a new one must be added to CI_VALUES)', async (t) => {
+  const onDisk = readdirSync(path.join(CHART, 'ci')).filter((f) => f.endsWith('.yaml')).sort();
+  t.same(onDisk, [...CI_VALUES].sort());
+});
+
+for (const values of CI_VALUES) {
+  t.test(`${values}: helm lint --strict passes`, async (t) => {
+    const r = await helm(['lint', '--strict', CHART, '-f', path.join(CHART, 'ci', values)]);
+    t.equal(r.code, 0, r.stdout + r.stderr);
+    t.match(r.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+  });
+
+  t.test(`${values}: every rendered object is valid against the Kubernetes API, unknown fields refused`, async (t) => {
+    const objects = await render(values);
+    t.ok(objects.length > 20, `${objects.length} objects`);
+    const builtIn = objects.filter(isBuiltIn);
+    for (const o of builtIn) t.same(await k8sErrors(o), [], `${o.kind}/${o.metadata.name}`);
+    // Custom resources are checked against their own schemas (renderpool.test.ts, monitoring.test.ts).
+    const custom = objects.filter((o) => !isBuiltIn(o)).map((o) => `${o.apiVersion} ${o.kind}`);
+    for (const c of custom) t.ok(['tintype.dev/v1alpha1 RenderPool', 'monitoring.coreos.com/v1 ServiceMonitor', 'monitoring.coreos.com/v1 PrometheusRule'].includes(c), c);
+  });
+}
+
+t.test('the validator itself refuses an unknown field at any depth and a wrong type', async (t) => {
+  const [deployment] = (await render('default-values.yaml')).filter((o) => o.kind === 'Deployment');
+  const copy = structuredClone(deployment!) as any;
+  copy.spec.template.spec.containers[0].securityContext.allowPrivilegeEscalaton = false;
+  copy.spec.template.spec.containers[0].resources.limits.memory = { many: 1 };
+  copy.spec.replicas = 'two';
+  const errors = (await k8sErrors(copy)).join('\n');
+  t.match(errors, /allowPrivilegeEscalaton: unknown field/);
+  t.match(errors, /replicas/);
+  t.match(errors, /memory: expected string/);
+});
+
+t.test('bare defaults are refused with a message that says what to set', async (t) => {
+  const r = await helm(['template', 'tt', CHART]);
+  t.not(r.code, 0);
+  t.match(r.stderr, /set secrets\.existingSecret, or all of secrets\.databaseUrl, secrets\.redisUrl and secrets\.leaseSecret/);
+});
+
+t.test('Envoy needs a certificate', async (t) => {
+  const r = await helm(['template', 'tt', CHART, '--set', 'secrets.existingSecret=s']);
+  t.not(r.code, 0);
+  t.match(r.stderr, /envoy needs a certificate/);
+});
+
+t.test('an existing Secret and secret values together are refused', async (t) => {
+  const r = await helm(['template', 'tt', CHART, '-f', path.join(CHART, 'ci/default-values.yaml'), '--set', 'secrets.existingSecret=s']);
+  t.not(r.code, 0);
+  t.match(r.stderr, /leave secrets\.databaseUrl, secrets\.redisUrl and secrets\.leaseSecret empty/);
+});
+
+for (const bad of ['anything=1', 'renderer.anything=1', 'networkPolicy.dns.podSelector.anything=1', 'controller.renderPool.maxReplica=3', 'renderer.slots=0', 'logLevel=verbose', 'image.digest=sha256:short']) {
+  t.test(`--set ${bad} fails on the values schema`, async (t) => {
+    const r = await helm(['template', 'tt', CHART, '-f', path.join(CHART, 'ci/default-values.yaml'), '--set', bad]);
+    t.not(r.code, 0);
+    t.match(r.stderr, /values don't meet the specifications of the schema|schema/i);
+  });
+}

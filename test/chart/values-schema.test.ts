@@ -1,0 +1,59 @@
+/**
+ * values.schema.json covers every value and refuses any other at every level: each object in it
+ * names its properties with additionalProperties false (or is a map of strings: labels,
+ * selectors), values.yaml and every ci file satisfy it, and each value of values.yaml is described.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import Ajv2020 from 'ajv/dist/2020.js';
+import t from 'tap';
+import { parse } from 'yaml';
+import { CHART, CI_VALUES } from './helm.ts';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+const schema = JSON.parse(readFileSync(path.join(CHART, 'values.schema.json'), 'utf8'));
+const defaults = parse(readFileSync(path.join(CHART, 'values.yaml'), 'utf8'));
+
+function objectSchemas(s: any, at: string, out: [string, any][]): void {
+  if (s === null || typeof s !== 'object') return;
+  if (s.type === 'object' || (Array.isArray(s.type) && s.type.includes('object'))) out.push([at, s]);
+  for (const [k, v] of Object.entries(s.properties ?? {})) objectSchemas(v, `${at}.${k}`, out);
+  if (s.items) objectSchemas(s.items, `${at}[]`, out);
+  if (typeof s.additionalProperties === 'object') objectSchemas(s.additionalProperties, `${at}.*`, out);
+}
+
+t.test('every object level refuses names it does not know', async (t) => {
+  const all: [string, any][] = [];
+  objectSchemas(schema, '', all);
+  t.ok(all.length > 40, `${all.length} object schemas`);
+  for (const [at, s] of all) {
+    const closed = s.additionalProperties === false;
+    const stringMap = s.properties === undefined && s.additionalProperties?.type === 'string';
+    t.ok(closed || stringMap, `${at || '(root)'}: additionalProperties false, or a map of strings`);
+  }
+});
+
+t.test('every value in values.yaml is described by the schema, and the schema describes no value values.yaml lacks', async (t) => {
+  const walk = (v: any, s: any, at: string): void => {
+    if (v === null || typeof v !== 'object' || Array.isArray(v) || s?.properties === undefined) return;
+    t.same(Object.keys(v).sort(), Object.keys(s.properties).sort(), at || '(root)');
+    for (const k of Object.keys(v)) walk(v[k], s.properties[k], `${at}.${k}`);
+  };
+  walk(defaults, schema, '');
+});
+
+t.test('values.yaml and each ci file (merged over it) satisfy the schema', async (t) => {
+  const ajv = new (Ajv2020 as any)({ strict: false, allErrors: true });
+  const validate = ajv.compile(schema);
+  t.ok(validate(defaults), JSON.stringify(validate.errors));
+  const merge = (a: any, b: any): any => {
+    if (a === null || typeof a !== 'object' || Array.isArray(a) || b === null || typeof b !== 'object' || Array.isArray(b)) return b;
+    const out = { ...a };
+    for (const [k, v] of Object.entries(b)) out[k] = k in a ? merge(a[k], v) : v;
+    return out;
+  };
+  for (const f of CI_VALUES) {
+    const merged = merge(defaults, parse(readFileSync(path.join(CHART, 'ci', f), 'utf8')));
+    t.ok(validate(merged), `${f}: ${JSON.stringify(validate.errors)}`);
+  }
+});

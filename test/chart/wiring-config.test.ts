@@ -1,0 +1,124 @@
+/**
+ * The chart's wiring against the code: every variable a tintype container is given is one the
+ * code reads (a misspelt name fails here), its value is one lib/config.ts accepts, the ports the
+ * role will listen on are the ports the Pod, its probes and its Services name, and the
+ * addresses roles are given are the Services the chart makes.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import t from 'tap';
+import { loadConfig } from '../../lib/config.ts';
+import { CI_VALUES, NAMESPACE, ROOT, render, type K8sObject } from './helm.ts';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+/** Names lib/config.ts reads, from its source: `(env, 'NAME'`. */
+const CONFIG_NAMES = new Set([...readFileSync(path.join(ROOT, 'lib/config.ts'), 'utf8').matchAll(/\(env, '([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1]!));
+/**
+ * Names the chart sets for code that is landing from other work (leases, the controller), with
+ * their exact spelling; each is accepted only while no code reads it, then it must be in the
+ * source like any other.
+ */
+const PENDING = ['TINTYPE_LEASE_SECRET', 'TINTYPE_CONTROLLER_NAMESPACE', 'TINTYPE_CONTROLLER_POLL_MS'];
+/** Not tintype's: read by Chromium and the platform. */
+const PLATFORM = new Set(['HOME']);
+
+function sourceReads(name: string): boolean {
+  if (CONFIG_NAMES.has(name)) return true;
+  // The controller's settings may live with the controller.
+  for (const dir of ['lib', 'controller', 'bin/commands']) {
+    try {
+      execFileSync('grep', ['-rqF', `'${name}'`, path.join(ROOT, dir)]);
+      return true;
+    } catch { /* not in this folder */ }
+  }
+  return false;
+}
+
+interface Container { deployment: string; container: any; pod: any }
+
+function tintypeContainers(objects: K8sObject[]): Container[] {
+  return objects.flatMap((o: any) => o.kind !== 'Deployment' ? [] :
+    o.spec.template.spec.containers.filter((c: any) => c.command?.[0] === 'tintype').map((c: any) => ({ deployment: o.metadata.name, container: c, pod: o.spec.template.spec })));
+}
+
+/** The container's environment as the kubelet gives it: Secrets and field references resolved. */
+function resolvedEnv(c: any, objects: K8sObject[]): Record<string, string> {
+  const secrets = new Map(objects.filter((o) => o.kind === 'Secret').map((s: any) => [s.metadata.name, s.stringData ?? {}]));
+  const out: Record<string, string> = {};
+  for (const e of c.env ?? []) {
+    if (e.value !== undefined) out[e.name] = e.value;
+    else if (e.valueFrom?.secretKeyRef) {
+      const s = secrets.get(e.valueFrom.secretKeyRef.name);
+      // An existing Secret (made outside the chart): stand in a well-formed value.
+      out[e.name] = s?.[e.valueFrom.secretKeyRef.key] ?? ({ DATABASE_URL: 'postgres://u@db/t', REDIS_URL: 'redis://r:6379' } as Record<string, string>)[e.name] ?? 'x';
+    } else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') out[e.name] = NAMESPACE;
+    else throw new Error(`${e.name}: a source this test does not resolve`);
+  }
+  return out;
+}
+
+for (const values of CI_VALUES) {
+  t.test(`${values}: every variable is one the code reads, with a value it accepts`, async (t) => {
+    const objects = await render(values);
+    const containers = tintypeContainers(objects);
+    t.ok(containers.length >= 3);
+    for (const { deployment, container } of containers) {
+      for (const e of container.env ?? []) {
+        const known = PLATFORM.has(e.name) || sourceReads(e.name);
+        if (!known && PENDING.includes(e.name)) {
+          t.comment(`${deployment}: ${e.name} is set for code that has not landed yet`);
+          continue;
+        }
+        t.ok(known, `${deployment}: ${e.name} is read by the code`);
+      }
+      const env = resolvedEnv(container, objects);
+      t.doesNotThrow(() => loadConfig(env), `${deployment}: lib/config.ts accepts its settings`);
+    }
+  });
+
+  t.test(`${values}: ports, probes and Services agree with what each role listens on`, async (t) => {
+    const objects = await render(values);
+    const services = objects.filter((o) => o.kind === 'Service') as any[];
+    const defaults: Record<string, [number, number | undefined]> = { policy: [8081, undefined], renderer: [8082, 9082], guard: [3128, 9128] };
+    for (const { deployment, container } of tintypeContainers(objects)) {
+      const role = container.args[0] as string;
+      t.equal(container.args.length, 1, `${deployment}: tintype ${role}`);
+      if (role === 'controller') continue;
+      const config = loadConfig(resolvedEnv(container, objects));
+      const [port, admin] = defaults[role]!;
+      const listen = config.port ?? port;
+      // policy's admin listener is its one port.
+      const adminPort = role === 'policy' ? listen : config.adminPort ?? admin!;
+      const named = (name: string) => container.ports.find((p: any) => p.name === name)?.containerPort;
+      t.equal(named(role === 'guard' ? 'proxy' : 'http'), listen, `${deployment}: serves on the port the Pod names`);
+      t.equal(named(role === 'policy' ? 'http' : 'admin'), adminPort, `${deployment}: admin port`);
+      for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
+        const p = container[probe].httpGet.port;
+        t.equal(typeof p === 'number' ? p : named(p), adminPort, `${deployment}: ${probe} on the admin port`);
+      }
+      const podLabels = (objects.find((d) => d.kind === 'Deployment' && d.metadata.name === deployment) as any).spec.template.metadata.labels;
+      const selected = services.filter((s) => Object.entries(s.spec.selector).every(([k, v]) => podLabels[k] === v));
+      t.ok(selected.length > 0, `${deployment}: a Service selects it`);
+      for (const s of selected) for (const sp of s.spec.ports) t.ok(named(sp.targetPort) !== undefined, `${s.metadata.name}: targetPort ${sp.targetPort} is a port of ${deployment}`);
+    }
+    const renderer = tintypeContainers(objects).find((c) => c.container.args[0] === 'renderer')!;
+    const env = resolvedEnv(renderer.container, objects);
+    const serviceUrl = (u: string) => {
+      const url = new URL(u);
+      const s = services.find((x) => x.metadata.name === url.hostname);
+      return s !== undefined && s.spec.ports.some((p: any) => p.port === Number(url.port));
+    };
+    t.ok(serviceUrl(env['GUARD_URL']!), 'GUARD_URL names the guard Service and port');
+    t.ok(serviceUrl(env['TINTYPE_POLICY_URL']!), 'TINTYPE_POLICY_URL names the policy Service and port');
+    t.equal(env['TINTYPE_ISOLATION'], 'pod');
+  });
+}
+
+t.test('the check would catch a misspelt variable', async (t) => {
+  t.notOk(sourceReads('TINTYPE_SLOT'));
+  t.notOk(sourceReads('TINTYPE_LEASE_SECRETS'));
+  t.notOk(PENDING.includes('TINTYPE_LEASE_SECRETS'));
+  t.ok(sourceReads('TINTYPE_SLOTS'));
+});
