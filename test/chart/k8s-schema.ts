@@ -70,7 +70,7 @@ function walk(type: string, value: unknown, at: string, errors: string[]): void 
 /** kubernetes-models' module of a group/version: `apps/v1` -> kubernetes-models/apps/v1, `v1` -> kubernetes-models/v1. */
 async function typedModel(apiVersion: string, kind: string): Promise<(new (o: unknown) => { validate(): void }) | undefined> {
   try {
-    const mod = (await import(`kubernetes-models/${apiVersion}/${kind}`)) as Record<string, unknown>;
+    const mod = (await import(`kubernetes-models/${apiVersion}`)) as Record<string, unknown>;
     return mod[kind] as new (o: unknown) => { validate(): void };
   } catch {
     return undefined;

@@ -122,3 +122,14 @@ t.test('the check would catch a misspelt variable', async (t) => {
   t.notOk(PENDING.includes('TINTYPE_LEASE_SECRETS'));
   t.ok(sourceReads('TINTYPE_SLOTS'));
 });
+
+t.test('numbers reach the roles as the whole numbers they were given, large ones included', async (t) => {
+  const objects = await render('operator-scaling-values.yaml', ['--set', 'renderBudgetMs=600000,renderer.maxOutputBytes=1073741824,renderer.recycleAfterRenders=1000000,guard.maxTunnels=1000000']);
+  const byRole = new Map(tintypeContainers(objects).map((c) => [c.container.args[0], loadConfig(resolvedEnv(c.container, objects))]));
+  t.equal(byRole.get('renderer')!.renderTimeoutMs, 600000);
+  t.equal(byRole.get('renderer')!.maxOutputBytes, 1073741824);
+  t.equal(byRole.get('renderer')!.recycleAfterRenders, 1000000);
+  t.equal(byRole.get('renderer')!.slots, 4);
+  t.equal(byRole.get('guard')!.guardMaxTunnels, 1000000);
+  t.equal(byRole.get('policy')!.renderTimeoutMs, 600000, 'policy expires leases after the same budget');
+});

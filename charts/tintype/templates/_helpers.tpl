@@ -79,7 +79,7 @@ app.kubernetes.io/component: {{ .role }}
 - name: TINTYPE_LOG_LEVEL
   value: {{ .Values.logLevel | quote }}
 - name: TINTYPE_RENDER_TIMEOUT_MS
-  value: {{ .Values.renderBudgetMs | quote }}
+  value: {{ .Values.renderBudgetMs | int64 | toString | quote }}
 {{- if .Values.telemetry.otlpEndpoint }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT
   value: {{ .Values.telemetry.otlpEndpoint | quote }}
