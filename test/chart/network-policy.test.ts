@@ -135,7 +135,8 @@ t.test('controller: the API server and the renderers admin port, nothing else', 
   t.notOk(may(controller, policy, 8081));
   t.notOk(may(controller, guard, 3128));
   t.notOk(may(controller, redis, 6379));
-  t.notOk(may(stranger, controller, 9090));
+  t.notOk(may(stranger, controller, 9083));
+  t.ok(may(prometheus, controller, 9083));
 });
 
 t.test('with tracing on, every role reaches the collector and nothing else is opened', async (t) => {

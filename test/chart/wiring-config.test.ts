@@ -20,7 +20,7 @@ const CONFIG_NAMES = new Set([...readFileSync(path.join(ROOT, 'lib/config.ts'), 
  * their exact spelling; each is accepted only while no code reads it, then it must be in the
  * source like any other.
  */
-const PENDING = ['TINTYPE_LEASE_SECRET', 'TINTYPE_CONTROLLER_NAMESPACE', 'TINTYPE_CONTROLLER_POLL_MS'];
+const PENDING = ['TINTYPE_LEASE_SECRET', 'TINTYPE_CONTROLLER_POLL_MS', 'POD_NAMESPACE', 'POD_NAME'];
 /** Not tintype's: read by Chromium and the platform. */
 const PLATFORM = new Set(['HOME']);
 
@@ -54,6 +54,7 @@ function resolvedEnv(c: any, objects: K8sObject[]): Record<string, string> {
       // An existing Secret (made outside the chart): stand in a well-formed value.
       out[e.name] = s?.[e.valueFrom.secretKeyRef.key] ?? ({ DATABASE_URL: 'postgres://u@db/t', REDIS_URL: 'redis://r:6379' } as Record<string, string>)[e.name] ?? 'x';
     } else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') out[e.name] = NAMESPACE;
+    else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') out[e.name] = 'pod-0';
     else throw new Error(`${e.name}: a source this test does not resolve`);
   }
   return out;
@@ -81,18 +82,19 @@ for (const values of CI_VALUES) {
   t.test(`${values}: ports, probes and Services agree with what each role listens on`, async (t) => {
     const objects = await render(values);
     const services = objects.filter((o) => o.kind === 'Service') as any[];
-    const defaults: Record<string, [number, number | undefined]> = { policy: [8081, undefined], renderer: [8082, 9082], guard: [3128, 9128] };
+    // Each role's own ports when PORT and TINTYPE_ADMIN_PORT are unset (README: Commands); the
+    // controller serves its admin port only.
+    const defaults: Record<string, [number | undefined, number | undefined]> = { policy: [8081, undefined], renderer: [8082, 9082], guard: [3128, 9128], controller: [undefined, 9083] };
     for (const { deployment, container } of tintypeContainers(objects)) {
       const role = container.args[0] as string;
       t.equal(container.args.length, 1, `${deployment}: tintype ${role}`);
-      if (role === 'controller') continue;
       const config = loadConfig(resolvedEnv(container, objects));
       const [port, admin] = defaults[role]!;
       const listen = config.port ?? port;
       // policy's admin listener is its one port.
-      const adminPort = role === 'policy' ? listen : config.adminPort ?? admin!;
+      const adminPort = role === 'policy' ? listen! : config.adminPort ?? admin!;
       const named = (name: string) => container.ports.find((p: any) => p.name === name)?.containerPort;
-      t.equal(named(role === 'guard' ? 'proxy' : 'http'), listen, `${deployment}: serves on the port the Pod names`);
+      if (listen !== undefined) t.equal(named(role === 'guard' ? 'proxy' : 'http'), listen, `${deployment}: serves on the port the Pod names`);
       t.equal(named(role === 'policy' ? 'http' : 'admin'), adminPort, `${deployment}: admin port`);
       for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
         const p = container[probe].httpGet.port;

@@ -1,0 +1,72 @@
+/**
+ * Monitoring (off by default): ServiceMonitor and PrometheusRule valid against the Prometheus
+ * Operator's models (@kubernetes-models/prometheus-operator: types, enums, required fields; those
+ * models let unknown fields pass, so each object is also held to the fields it is meant to
+ * have), every admin port scraped, the alerts a person on call needs on series the roles export,
+ * and the dashboard a valid Grafana document over the same series.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import t from 'tap';
+import { NAMESPACE, ofKind, render, RELEASE, ROOT, type K8sObject } from './helm.ts';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+let objects: K8sObject[] = [];
+t.before(async () => {
+  objects = await render('monitoring-values.yaml');
+});
+
+/** Series names any role registers (registry.counter/gauge/histogram('tintype_…')). */
+function exportedSeries(): Set<string> {
+  const out = new Set<string>();
+  const text = execFileSync('grep', ['-rhoE', "\\.(counter|gauge|histogram)\\(\\s*'tintype_[a-z_]+'|'tintype_guard_[a-z_]+'", ...['renderer', 'policy', 'guard', 'lib', 'envoy'].map((d) => path.join(ROOT, d))], { encoding: 'utf8' });
+  for (const m of text.matchAll(/'(tintype_[a-z_]+)'/g)) out.add(m[1]!);
+  return out;
+}
+
+t.test('off by default', async (t) => {
+  const plain = await render('default-values.yaml');
+  t.notOk(plain.some((o) => ['ServiceMonitor', 'PrometheusRule'].includes(o.kind)));
+  t.notOk(plain.some((o) => o.kind === 'ConfigMap' && o.metadata.name.endsWith('-dashboard')));
+});
+
+t.test('the ServiceMonitor scrapes every admin port of the release', async (t) => {
+  const [sm]: any[] = ofKind(objects, 'ServiceMonitor');
+  t.doesNotThrow(() => new ServiceMonitor(sm).validate());
+  t.same(Object.keys(sm.spec).sort(), ['endpoints', 'namespaceSelector', 'selector']);
+  for (const e of sm.spec.endpoints) t.same(Object.keys(e).sort(), ['interval', 'path', 'port']);
+  t.equal(sm.metadata.labels.release, 'prometheus', 'labels for the Prometheus that selects it');
+  const services = ofKind(objects, 'Service') as any[];
+  const selected = services.filter((s) => Object.entries(sm.spec.selector.matchLabels).every(([k, v]) => s.metadata.labels[k] === v));
+  t.same(selected.map((s) => s.metadata.name).sort(), [`${RELEASE}-envoy-admin`, `${RELEASE}-guard-admin`, `${RELEASE}-policy`, `${RELEASE}-renderer-admin`]);
+  for (const s of selected) t.ok(s.spec.ports.some((p: any) => sm.spec.endpoints.some((e: any) => e.port === p.name)), `${s.metadata.name}: a scraped port`);
+});
+
+t.test('the alerts: guard unverified, all slots busy, 5xx other than busy, policy store down', async (t) => {
+  const [rule]: any[] = ofKind(objects, 'PrometheusRule');
+  t.doesNotThrow(() => new PrometheusRule(rule).validate());
+  const rules = rule.spec.groups.flatMap((g: any) => g.rules);
+  t.same(rules.map((r: any) => r.alert), ['TintypeGuardUnverified', 'TintypeAllSlotsBusy', 'TintypeServerErrors', 'TintypePolicyStoreDown']);
+  const series = exportedSeries();
+  for (const r of rules) {
+    t.same(Object.keys(r).sort(), ['alert', 'annotations', 'expr', 'for', 'labels']);
+    for (const name of r.expr.match(/tintype_[a-z_]+/g) ?? []) t.ok(series.has(name), `${r.alert}: ${name} is a series a role exports`);
+    t.match(r.expr, `namespace="${NAMESPACE}"`, `${r.alert}: this release's namespace only`);
+  }
+  const errors = rules.find((r: any) => r.alert === 'TintypeServerErrors');
+  t.notMatch(errors.expr, /busy/, '503 busy is not an error to page about');
+});
+
+t.test('the dashboard: render rate, latency, busy share, slots, guard refusals by reason', async (t) => {
+  const cm: any = objects.find((o) => o.kind === 'ConfigMap' && o.metadata.name === `${RELEASE}-dashboard`);
+  t.equal(cm.metadata.labels.grafana_dashboard, '1');
+  const dashboard = JSON.parse(cm.data['tintype.json']);
+  t.same(dashboard, JSON.parse(readFileSync(path.join(ROOT, 'charts/tintype/files/dashboard.json'), 'utf8')));
+  const exprs = dashboard.panels.flatMap((p: any) => p.targets.map((x: any) => x.expr)).join('\n');
+  for (const s of ['tintype_renders_total', 'tintype_render_duration_seconds_bucket', 'tintype_render_slots_busy', 'tintype_render_slots', 'tintype_guard_refusals_total']) t.match(exprs, s);
+  t.match(exprs, /sum by \(reason\) \(rate\(tintype_guard_refusals_total/);
+  const series = exportedSeries();
+  for (const name of exprs.match(/tintype_[a-z_]+/g) ?? []) t.ok(series.has(name.replace(/_bucket$/, '')), `${name} is exported`);
+});
