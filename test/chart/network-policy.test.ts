@@ -70,6 +70,12 @@ t.test('renderer: egress only to the guard, policy, Redis and DNS', async (t) =>
   t.notOk(may(renderer, internet, 443), 'not the internet: only through the guard');
   t.notOk(may(renderer, internet6, 443), 'not the internet over IPv6');
   for (const ip of PRIVATE) t.notOk(may(renderer, addr(ip), 80), ip);
+  // Each opened port leads to its one peer only.
+  for (const port of [3128, 8081, 6379, 53]) {
+    for (const to of [stranger, strangerElsewhere, internet, internet6, otherRelease, addr('10.0.0.1'), addr('169.254.169.254')]) {
+      t.notOk(may(renderer, to, port) || may(renderer, to, port, 'UDP'), `port ${port} reaches only its own peer (${to.ip})`);
+    }
+  }
 });
 
 t.test('renderer: ingress only from Envoy (8082) and the controller and Prometheus (admin 9082)', async (t) => {
@@ -112,6 +118,7 @@ t.test('policy: ingress from Envoy and renderers; egress to PostgreSQL and DNS',
   t.notOk(may(policy, redis, 6379));
   t.notOk(may(policy, internet, 443));
   t.notOk(may(policy, renderer, 8082));
+  for (const port of [5432, 53]) for (const to of [stranger, internet, redis]) t.notOk(may(policy, to, port) || may(policy, to, port, 'UDP'), `${port} reaches only its peer`);
 });
 
 t.test('Envoy: its public port from anywhere; egress to policy and renderers only', async (t) => {
@@ -126,6 +133,7 @@ t.test('Envoy: its public port from anywhere; egress to policy and renderers onl
   t.notOk(may(envoy, internet, 443));
   t.notOk(may(envoy, redis, 6379));
   t.notOk(may(envoy, renderer, 9082));
+  for (const port of [8081, 8082, 53]) for (const to of [stranger, internet, guard]) t.notOk(may(envoy, to, port) || may(envoy, to, port, 'UDP'), `${port} reaches only its peer`);
 });
 
 t.test('controller: the API server and the renderers admin port, nothing else', async (t) => {
