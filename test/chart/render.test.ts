@@ -68,3 +68,14 @@ for (const bad of ['anything=1', 'renderer.anything=1', 'networkPolicy.dns.podSe
     t.match(r.stderr, /values don't meet the specifications of the schema|schema/i);
   });
 }
+
+t.test('NOTES.txt says how to make the first key and call /v1/ping', async (t) => {
+  for (const [values, extra] of [['default-values.yaml', []], ['existing-secrets-values.yaml', []]] as const) {
+    const r = await helm(['install', 'tt', CHART, '-n', 'render', '--dry-run=client', '-f', path.join(CHART, 'ci', values), ...extra]);
+    t.equal(r.code, 0, r.stderr);
+    const notes = r.stdout.slice(r.stdout.indexOf('NOTES:'));
+    t.match(notes, "KEY=$(kubectl -n render exec deployment/tt-policy -- tintype keys create --plan free --name first | sed -n 's/^secret: //p')");
+    t.match(notes, /\/v1\/ping -H "authorization: Bearer \$KEY"/);
+    t.match(notes, 'helm test tt -n render');
+  }
+});
