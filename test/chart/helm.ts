@@ -76,7 +76,20 @@ export interface K8sObject {
 }
 
 /** `helm template` of the chart with one ci values file (plus extra args); throws with helm's message. */
-export async function renderText(valuesFile: string, extra: string[] = []): Promise<string> {
+const rendered = new Map<string, Promise<string>>();
+
+export function renderText(valuesFile: string, extra: string[] = []): Promise<string> {
+  // The same chart and values render the same text: once per test process.
+  const key = JSON.stringify([valuesFile, extra]);
+  let text = rendered.get(key);
+  if (text === undefined) {
+    text = renderOnce(valuesFile, extra);
+    rendered.set(key, text);
+  }
+  return text;
+}
+
+async function renderOnce(valuesFile: string, extra: string[]): Promise<string> {
   const r = await helm([
     'template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', '1.35.0',
     '-f', path.join(CHART, 'ci', valuesFile), ...extra,
