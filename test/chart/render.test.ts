@@ -79,3 +79,12 @@ t.test('NOTES.txt says how to make the first key and call /v1/ping', async (t) =
     t.match(notes, 'helm test tt -n render');
   }
 });
+
+t.test('the switches render valid objects too: no Envoy (bring your own edge), no NetworkPolicies', async (t) => {
+  for (const extra of [['--set', 'envoy.enabled=false'], ['--set', 'networkPolicy.enabled=false,tests.enabled=false']]) {
+    const objects = await render('existing-secrets-values.yaml', extra);
+    for (const o of objects.filter(isBuiltIn)) t.same(await k8sErrors(o), [], `${extra[1]}: ${o.kind}/${o.metadata.name}`);
+    if (extra[1] === 'envoy.enabled=false') t.notOk(objects.some((o) => o.metadata.name.includes('envoy')), 'nothing of Envoy is left');
+    else t.notOk(objects.some((o) => o.kind === 'NetworkPolicy'));
+  }
+});
