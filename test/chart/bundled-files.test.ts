@@ -3,7 +3,7 @@
  * OpenAPI document Envoy serves at /openapi.json, and Envoy's config (the chart's copy is
  * templated; rendered with the names of `tintype start`'s roles, it is envoy/envoy.yaml).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { parse } from 'yaml';
@@ -12,7 +12,10 @@ import { CHART, ROOT, render } from './helm.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 t.test('files/openapi.json is the document the renderer serves', async (t) => {
-  t.equal(readFileSync(path.join(CHART, 'files/openapi.json'), 'utf8'), openapiJson().toString('utf8'));
+  const file = path.join(CHART, 'files/openapi.json');
+  // After a change of the document: CHART_UPDATE_GOLDENS=1 npx tap test/chart/bundled-files.test.ts
+  if (process.env['CHART_UPDATE_GOLDENS'] === '1') writeFileSync(file, openapiJson());
+  t.equal(readFileSync(file, 'utf8'), openapiJson().toString('utf8'), 'regenerate with CHART_UPDATE_GOLDENS=1');
 });
 
 t.test("the rendered Envoy config is envoy/envoy.yaml with the release's names and budget", async (t) => {
