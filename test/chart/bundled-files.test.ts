@@ -1,7 +1,8 @@
 /**
  * What the chart carries from the rest of the repository stays the same as its source: the
- * OpenAPI document Envoy serves at /openapi.json, and Envoy's config (the chart's copy is
- * templated; rendered with the names of `tintype start`'s roles, it is envoy/envoy.yaml).
+ * OpenAPI document Envoy serves at /openapi.json, the SDS file of its certificate, and its config
+ * (the chart's copy is templated; rendered with the Services' names and the default budget, it
+ * is envoy/envoy.yaml: a change there fails here until files/envoy.yaml follows).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -29,6 +30,7 @@ t.test("the rendered Envoy config is envoy/envoy.yaml with the release's names a
     .replaceAll('address: policy,', 'address: x-policy,')
     .replaceAll('address: renderer,', 'address: x-renderer,');
   t.same(rendered, parse(source));
+  t.equal(cm.data['tls-sds.yaml'], readFileSync(path.join(ROOT, 'envoy/tls-sds.yaml'), 'utf8'), 'the SDS file is envoy/tls-sds.yaml');
   t.equal(JSON.parse(cm.data['openapi.json']).openapi, '3.1.0');
 });
 
@@ -39,6 +41,7 @@ t.test('without tracing, Envoy has no tracer and no collector cluster', async (t
   const hcm = config.static_resources.listeners[0].filter_chains[0].filters[0].typed_config;
   t.equal(hcm.tracing, undefined);
   t.notOk(config.static_resources.clusters.some((c: any) => c.name === 'otel_collector'));
-  const route = hcm.route_config.virtual_hosts[0].routes.find((r: any) => r.match.prefix === '/v1/');
+  const route = hcm.route_config.virtual_hosts[0].routes.find((r: any) => r.match.path === '/v1/screenshot');
   t.equal(route.route.timeout, '75s', 'the route timeout is the render budget plus the edge margin');
+  t.equal(hcm.stream_idle_timeout, '90s', 'the stream idle timeout is the budget plus twice the margin');
 });

@@ -78,14 +78,14 @@ t.test('renderer: egress only to the guard, policy, Redis and DNS', async (t) =>
   }
 });
 
-t.test('renderer: ingress only from Envoy (8082) and the controller and Prometheus (admin 9082)', async (t) => {
+t.test('renderer: ingress only from Envoy (8082) and Envoy, the controller and Prometheus (admin 9082)', async (t) => {
   t.ok(may(envoy, renderer, 8082));
+  t.ok(may(envoy, renderer, 9082), "Envoy health-checks the renderer's readiness");
   t.ok(may(controller, renderer, 9082), 'the controller reads /state');
   t.ok(may(prometheus, renderer, 9082));
   for (const from of [policy, guard, controller, helmTest, stranger, strangerElsewhere, prometheus, otherRelease]) {
     t.notOk(may(from, renderer, 8082), `${from.labels?.['app.kubernetes.io/component'] ?? from.labels?.['app'] ?? from.labels?.['app.kubernetes.io/name']} may not call the renderer`);
   }
-  t.notOk(may(envoy, renderer, 9082), "Envoy may not reach the renderer's admin port");
   t.notOk(may(stranger, renderer, 9082));
   t.notOk(may(internet, renderer, 8082));
 });
@@ -132,7 +132,8 @@ t.test('Envoy: its public port from anywhere; egress to policy and renderers onl
   t.notOk(may(envoy, guard, 3128));
   t.notOk(may(envoy, internet, 443));
   t.notOk(may(envoy, redis, 6379));
-  t.notOk(may(envoy, renderer, 9082));
+  t.ok(may(envoy, renderer, 9082), 'readiness health checks');
+  t.notOk(may(envoy, policy, 9082));
   for (const port of [8081, 8082, 53]) for (const to of [stranger, internet, guard]) t.notOk(may(envoy, to, port) || may(envoy, to, port, 'UDP'), `${port} reaches only its peer`);
 });
 
