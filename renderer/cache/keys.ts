@@ -9,8 +9,12 @@ import { createHash } from 'node:crypto';
 import type { HtmlToImageRequest, PdfRequest, ScreenshotRequest } from '../schemas/index.ts';
 import { MARGIN_SIDES } from '../schemas/pdf.ts';
 
-/** Bump when a rendering change must not be served from entries made before it. */
-export const RENDER_KEY_VERSION = 1;
+/**
+ * Bump when a rendering change must not be served from entries made before it. 2: pages are
+ * loaded without their fragment (entries of 1 may hold a fragment's picture) and markup is
+ * hashed by its UTF-16 code units.
+ */
+export const RENDER_KEY_VERSION = 2;
 
 function sha256(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex');
@@ -28,9 +32,13 @@ export function normaliseUrl(url: string): string {
   return parsed.href;
 }
 
-/** Content hash of a supplied HTML document. */
+/**
+ * Content hash of a supplied HTML document, over its UTF-16 code units (the unit the spec
+ * counts `html` in). Hashed as UTF-8, every lone surrogate would become U+FFFD, and markup
+ * with `\uD800` would share its entry with markup holding U+FFFD in the same place.
+ */
 export function htmlDigest(html: string): string {
-  return sha256(html);
+  return createHash('sha256').update(Buffer.from(html, 'utf16le')).digest('hex');
 }
 
 /** screenshot: the URL without its fragment plus every option. */

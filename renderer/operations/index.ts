@@ -3,7 +3,7 @@
  * produce (judge, cache, slot, page work). The HTTP layer (renderer/server) only writes what
  * these return.
  */
-import { htmlToImageKey, pdfKey, screenshotKey } from '../cache/keys.ts';
+import { htmlToImageKey, normaliseUrl, pdfKey, screenshotKey } from '../cache/keys.ts';
 import { parseHtmlToImage, parsePdf, parseScreenshot } from '../schemas/index.ts';
 import { htmlToImageWork } from './html-to-image.ts';
 import { pdfWork } from './pdf.ts';
@@ -28,11 +28,21 @@ export interface CallScope {
 
 export type RenderOperations = Record<RenderOperation, (body: unknown, scope: CallScope) => Promise<Rendered>>;
 
+/**
+ * The request with its page address as the cache key names it (spec Part 8 rule 3: no
+ * fragment). Chromium is sent to exactly that address: loaded with its fragment, a
+ * hash-routed page would draw what the first caller's fragment chose, and every later caller
+ * with the same key would be served that picture.
+ */
+function keyedAddress<R extends { url?: string | undefined }>(req: R): R {
+  return req.url === undefined ? req : { ...req, url: normaliseUrl(req.url) };
+}
+
 export function createOperations(deps: OperationDeps): RenderOperations {
   const deadline = (scope: CallScope) => scope.startedAt + deps.renderTimeoutMs;
   return {
     async screenshot(body, scope) {
-      const req = await parseScreenshot(body);
+      const req = keyedAddress(await parseScreenshot(body));
       const by = deadline(scope);
       return produce(deps, {
         operation: 'screenshot', key: screenshotKey(req), contentType: screenshotContentType(req), url: req.url,
@@ -50,7 +60,7 @@ export function createOperations(deps: OperationDeps): RenderOperations {
       });
     },
     async pdf(body, scope) {
-      const req = await parsePdf(body);
+      const req = keyedAddress(await parsePdf(body));
       const by = deadline(scope);
       return produce(deps, {
         operation: 'pdf', key: pdfKey(req), contentType: 'application/pdf',

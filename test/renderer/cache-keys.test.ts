@@ -7,7 +7,7 @@ const U = 'https://example.com/a?b=1';
 t.test('screenshot keys (spec Part 8 rule 3)', async (t) => {
   const k = async (body: object) => screenshotKey(await parseScreenshot(body));
   const base = await k({ url: U });
-  t.match(base, /^screenshot:v1:[0-9a-f]{64}$/, 'version prefix and endpoint lead the key');
+  t.match(base, /^screenshot:v2:[0-9a-f]{64}$/, 'version prefix and endpoint lead the key');
   t.equal(await k({ url: U + '#frag' }), base, 'fragment dropped');
   t.not(await k({ url: 'https://example.com/a?b=2' }), base, 'query kept');
   t.equal(await k({ url: 'HTTPS://EXAMPLE.com:443/a?b=1' }), base, 'URL normalised');
@@ -27,7 +27,7 @@ t.test('screenshot keys (spec Part 8 rule 3)', async (t) => {
 t.test('html-to-image keys', async (t) => {
   const k = async (body: object) => htmlToImageKey(await parseHtmlToImage(body));
   const base = await k({ html: '<p>x</p>' });
-  t.match(base, /^html-to-image:v1:[0-9a-f]{64}$/);
+  t.match(base, /^html-to-image:v2:[0-9a-f]{64}$/);
   t.equal(await k({ html: '<p>x</p>', width: '1280', deviceScaleFactor: 1 }), base, 'coerced and defaulted values hash alike');
   t.not(await k({ html: '<p>y</p>' }), base, 'html by content');
   for (const extra of [{ width: 2 }, { height: 2 }, { deviceScaleFactor: 1.5 }, { omitBackground: true }, { waitUntil: 'load' as const }]) {
@@ -38,11 +38,27 @@ t.test('html-to-image keys', async (t) => {
   t.not(await k({ html: 'x' }), await k({ html: 'x ' }), 'one character of difference is a different entry');
 });
 
+t.test('html is hashed by its UTF-16 code units: lone surrogates do not collide', async (t) => {
+  const cases: Array<[string, string]> = [
+    ['<p>\uD800</p>', '<p>\uFFFD</p>'],
+    ['<p>\uDC00</p>', '<p>\uFFFD</p>'],
+    ['<p>\uD800</p>', '<p>\uDBFF</p>'],
+    ['<p>\uDC00\uD800</p>', '<p>\uFFFD\uFFFD</p>'],
+  ];
+  for (const [a, b] of cases) {
+    const shown = JSON.stringify([a, b]);
+    t.not(htmlToImageKey(await parseHtmlToImage({ html: a })), htmlToImageKey(await parseHtmlToImage({ html: b })), `html-to-image ${shown}`);
+    t.not(pdfKey(await parsePdf({ html: a })), pdfKey(await parsePdf({ html: b })), `pdf ${shown}`);
+  }
+  const pair = '<p>\uD83D\uDE00</p>';
+  t.equal(htmlToImageKey(await parseHtmlToImage({ html: pair })), htmlToImageKey(await parseHtmlToImage({ html: '<p>😀</p>' })), 'a surrogate pair is its character');
+});
+
 t.test('pdf keys', async (t) => {
   const k = async (body: object) => pdfKey(await parsePdf(body));
   const html = await k({ html: '<p>x</p>' });
   const url = await k({ url: U });
-  t.match(html, /^pdf:v1:[0-9a-f]{64}$/);
+  t.match(html, /^pdf:v2:[0-9a-f]{64}$/);
   t.not(html, url, 'url and html forms differ');
   t.equal(await k({ url: U + '#x' }), url, 'fragment dropped');
   t.equal(await k({ html: '<p>x</p>', format: 'A4', landscape: false, printBackground: true, scale: 1, media: 'print' }), html, 'defaults');

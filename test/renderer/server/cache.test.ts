@@ -56,6 +56,16 @@ async function suite(t: Test, h: Harness): Promise<void> {
     for (const body of different) t.equal((await post(h, 'html-to-image', body)).headers.get('x-cache'), 'miss', `differs: ${JSON.stringify(body).slice(0, 60)}`);
   });
 
+  t.test('a lone surrogate and U+FFFD in the same place are different entries', async (t) => {
+    // JSON carries the lone surrogate as the escape \ud800; the renderer reads it as that code unit.
+    const id = randomBytes(6).toString('hex');
+    const first = await post(h, 'html-to-image', { html: `<p>${id}\uD800</p>`, width: 20, height: 20 });
+    t.equal(first.headers.get('x-cache'), 'miss');
+    const second = await post(h, 'html-to-image', { html: `<p>${id}\uFFFD</p>`, width: 20, height: 20 });
+    t.equal(second.status, 200);
+    t.equal(second.headers.get('x-cache'), 'miss', 'the second render is a miss');
+  });
+
   t.test('screenshot key: fragment dropped, query kept; a hit fetches nothing', async (t) => {
     const id = randomBytes(4).toString('hex');
     const url = `${site.origin}/p${id}?q=1`;
