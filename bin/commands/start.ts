@@ -5,10 +5,10 @@
  * cache under TINTYPE_DATA_DIR. Policy and the renderer listen on loopback only; the edge is
  * the one public port; metrics and probes are on the admin port. Wiring only.
  */
-import { mkdirSync } from 'node:fs';
 import { createAdminServer } from '../../envoy/edge/admin.ts';
 import { createEdge } from '../../envoy/edge/edge.ts';
 import { loadConfig, type Config } from '../../lib/config.ts';
+import { ensurePrivateDir } from '../../lib/private-files.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { startTelemetry } from '../../lib/telemetry.ts';
@@ -28,7 +28,7 @@ export const startCommand: Command = {
     const logger = createLogger('start', { level: config.logLevel });
     const telemetry = startTelemetry(config, 'start');
     const registry = new Registry();
-    mkdirSync(config.dataDir, { recursive: true });
+    ensurePrivateDir(config.dataDir);
 
     // Inner roles listen on loopback ports of their own, never on the public one.
     const inner: Readonly<Config> = Object.freeze({ ...config, port: 0, adminPort: 0 });

@@ -10,8 +10,8 @@
  * OS crash or power loss can roll back the last commits; `full` fsyncs every commit.
  */
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
+import { ensurePrivateDir, ensurePrivateFile, narrowIfPresent } from '../../lib/private-files.ts';
 import { type Checkpointer, startCheckpointer } from './sqlite-checkpointer.ts';
 import {
   CLOSED_LEASE_MEMORY_MS,
@@ -166,8 +166,12 @@ interface LeaseRow {
 export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
   let file = ':memory:';
   if (options.dataDir !== ':memory:') {
-    mkdirSync(options.dataDir, { recursive: true });
+    ensurePrivateDir(options.dataDir);
     file = path.join(options.dataDir, 'policy.sqlite');
+    // SQLite gives the -wal and -shm files it creates the database file's mode, so a 0600
+    // database keeps its companions 0600 too; ones left by an older version are narrowed.
+    ensurePrivateFile(file);
+    for (const companion of ['-wal', '-shm', '-journal']) narrowIfPresent(file + companion);
   }
   const db = new Database(file);
   db.pragma(`page_size = ${NEW_DATABASE_PAGE_SIZE}`);

@@ -6,9 +6,10 @@
  * recently used entries are also held in memory (hot.ts), so a repeated hit reads no file.
  */
 import { randomBytes, createHash } from 'node:crypto';
-import { mkdir, open, readFile, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
+import { chmod, open, readFile, readdir, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../lib/log.ts';
+import { PRIVATE_FILE_MODE, ensurePrivateDir } from '../../lib/private-files.ts';
 import { CACHE_TTL_MS, type CachedFile, type RenderCache } from './cache.ts';
 import { DEFAULT_HOT_BYTES, HotEntries } from './hot.ts';
 
@@ -104,7 +105,8 @@ export class FileCache implements RenderCache {
   }
 
   async start(): Promise<void> {
-    await mkdir(this.dir, { recursive: true });
+    // Entries are other callers' renders: the directory 0700, every entry and temp file 0600.
+    ensurePrivateDir(this.dir);
     const found: Array<{ name: string; mtime: number; size: number; expiresAt: number }> = [];
     for (const name of await readdir(this.dir)) {
       const file = path.join(this.dir, name);
@@ -119,6 +121,7 @@ export class FileCache implements RenderCache {
           await unlink(file);
           continue;
         }
+        if ((st.mode & 0o777) !== PRIVATE_FILE_MODE) await chmod(file, PRIVATE_FILE_MODE); // left by an older version
         found.push({ name, mtime: st.mtimeMs, size: st.size, expiresAt: head.expiresAt });
       } catch {
         // A file that vanished or cannot be read is simply not part of the cache.
@@ -174,7 +177,8 @@ export class FileCache implements RenderCache {
     if (data.length > this.maxBytes) return; // would evict everything and still not fit
     const temp = path.join(this.dir, `${TEMP_PREFIX}${name}-${randomBytes(6).toString('hex')}`);
     try {
-      await writeFile(temp, data);
+      // `wx`: a fresh file, so the mode applies (and rename keeps it).
+      await writeFile(temp, data, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
       await rename(temp, path.join(this.dir, name));
     } catch (err) {
       this.logger.warn('cache.store_failed', { backend: 'file', error: err instanceof Error ? err.message : 'unknown' });

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -132,6 +132,30 @@ t.test('file cache', async (t) => {
     t.same(await readdir(d), names, 'only the complete entry remains after a restart');
     t.ok(await again.get('x'), 'and is served');
     t.equal(again.size(), c.size(), 'sizes are recounted at start');
+  });
+
+  t.test('other local users can read nothing: directory 0700, entries 0600, whatever the umask', async (t) => {
+    const modeOf = async (p: string) => ((await stat(p)).mode & 0o777).toString(8);
+    const umask = process.umask(0o022); // the usual one: 0755 and 0644 without care
+    t.teardown(() => process.umask(umask));
+    const d = path.join(dir, 'modes', 'cache');
+    const c = new FileCache({ dir: d, maxBytes: 1_000_000, logger });
+    await c.start();
+    t.equal(await modeOf(d), '700', 'a new cache directory');
+    await c.set('a', png(10));
+    await c.set('a', png(20));
+    // Each entry is its temporary file renamed into place, so the entry's mode is the one the
+    // temporary file was created with: a half-written render is never readable by others either.
+    const [entry] = await readdir(d);
+    t.equal(await modeOf(path.join(d, entry!)), '600', 'an entry, stored and stored again');
+    // Left with wider modes by an older version: narrowed at start.
+    await chmod(d, 0o755);
+    await chmod(path.join(d, entry!), 0o644);
+    const again = new FileCache({ dir: d, maxBytes: 1_000_000, logger });
+    await again.start();
+    t.equal(await modeOf(d), '700', 'an existing directory is narrowed');
+    t.equal(await modeOf(path.join(d, entry!)), '600', 'an existing entry is narrowed');
+    t.ok(await again.get('a'), 'and still served');
   });
 
   t.test('entries expired while stopped are dropped at start', async (t) => {
