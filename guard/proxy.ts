@@ -8,7 +8,7 @@
  */
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GUARD_REASON_HEADER, renderTokenFrom } from '../lib/guard-contract.ts';
+import { GUARD_REASON_HEADER, refusedRequestName, renderTokenFrom } from '../lib/guard-contract.ts';
 import type { RejectReason } from '../lib/errors.ts';
 import type { DecisionRecorder, Outcome, RequestKind } from './decisions.ts';
 import { endToEnd } from './headers.ts';
@@ -44,8 +44,10 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
     keepAliveTimeout: ctx.settings.idleTimeoutMs,
   });
 
-  const refuse = (token: string | undefined, reason: RejectReason): Outcome => {
-    ctx.tallies.refuse(token, reason);
+  // The render's record names what was refused, so the renderer can tell its document's refusal
+  // from a sub-resource's (lib/guard-contract.ts).
+  const refuse = (token: string | undefined, reason: RejectReason, line?: { method: string; target: string }): Outcome => {
+    ctx.tallies.refuse(token, reason, line === undefined ? undefined : refusedRequestName(line.method, line.target));
     return { decision: 'refused', reason };
   };
 
@@ -71,7 +73,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
           : await ctx.judge.judge(parsed);
       let outcome: Outcome;
       if (!judged.ok) {
-        outcome = refuse(token, judged.reason);
+        outcome = refuse(token, judged.reason, { method: req.method ?? 'GET', target: url });
         const body = refusalBody(judged.reason);
         res.writeHead(403, {
           [GUARD_REASON_HEADER]: judged.reason,
@@ -99,7 +101,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
           : await ctx.judge.judge(parsed);
       let outcome: Outcome;
       if (!judged.ok) {
-        outcome = refuse(token, judged.reason);
+        outcome = refuse(token, judged.reason, { method: req.method ?? 'GET', target: req.url ?? '' });
         answerRaw(client, 403, refusalBody(judged.reason).trimEnd(), { [GUARD_REASON_HEADER]: judged.reason });
       } else if (ctx.tunnels.size >= ctx.settings.maxTunnels) {
         answerRaw(client, 503, 'too many open tunnels');
@@ -150,7 +152,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
     void (async () => {
       const judged = line === undefined ? undefined : await ctx.judge.judge(parseRequestTarget(line.method, line.target));
       const reason: RejectReason = judged === undefined || judged.ok ? 'bad_host' : judged.reason;
-      const outcome = refuse(token, reason);
+      const outcome = refuse(token, reason, line);
       // A pipelined request whose predecessor is still being answered: our answer waits for
       // that one to finish rather than splice into it.
       const answer = (): void => answerRaw(socket, 403, refusalBody(reason).trimEnd(), { [GUARD_REASON_HEADER]: reason });

@@ -6,9 +6,13 @@
  * are never fetched cannot grow memory.
  */
 import type { RejectReason } from '../lib/errors.ts';
-import type { RenderTally } from '../lib/guard-contract.ts';
+import { REFUSALS_KEPT, type RenderTally } from '../lib/guard-contract.ts';
 
-interface Entry extends RenderTally {
+interface Entry {
+  blocked: number;
+  firstReason: RejectReason;
+  /** Refused requests by name (`refusedRequestName`), least recent first, at most REFUSALS_KEPT. */
+  refused: Map<string, RejectReason>;
   expiresAt: number;
 }
 
@@ -25,31 +29,42 @@ export class RenderTallies {
     this.now = options.now ?? Date.now;
   }
 
-  /** Counts one refusal for the render `token` names, or apart when it names none. */
-  refuse(token: string | undefined, reason: RejectReason): void {
+  /**
+   * Counts one refusal for the render `token` names, or apart when it names none. `request` is
+   * the refused request's name (lib/guard-contract.ts refusedRequestName), when it has one.
+   */
+  refuse(token: string | undefined, reason: RejectReason, request?: string): void {
     if (token === undefined) {
       this.unnamed += 1;
       return;
     }
     const now = this.now();
-    const entry = this.live(token, now);
+    let entry = this.live(token, now);
     if (entry !== undefined) {
       entry.blocked += 1;
-      return;
+    } else {
+      this.sweep(now);
+      while (this.entries.size >= this.maxEntries) {
+        const oldest = this.entries.keys().next().value as string;
+        this.entries.delete(oldest);
+      }
+      entry = { blocked: 1, firstReason: reason, refused: new Map(), expiresAt: now + this.ttlMs };
+      this.entries.set(token, entry);
     }
-    this.sweep(now);
-    while (this.entries.size >= this.maxEntries) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
+    if (request !== undefined) {
+      entry.refused.delete(request); // named again: now the most recent
+      entry.refused.set(request, reason);
+      if (entry.refused.size > REFUSALS_KEPT) entry.refused.delete(entry.refused.keys().next().value as string);
     }
-    this.entries.set(token, { blocked: 1, firstReason: reason, expiresAt: now + this.ttlMs });
   }
 
   /** Answers one render's tally and forgets it. A token never refused answers zero. */
   take(token: string): RenderTally {
     const entry = this.live(token, this.now());
     this.entries.delete(token);
-    return entry === undefined ? { blocked: 0, firstReason: null } : { blocked: entry.blocked, firstReason: entry.firstReason };
+    if (entry === undefined) return { blocked: 0, firstReason: null, refused: [] };
+    const refused = [...entry.refused].map(([request, reason]) => ({ request, reason }));
+    return { blocked: entry.blocked, firstReason: entry.firstReason, refused };
   }
 
   /** Refusals of requests that named no render. */

@@ -14,8 +14,12 @@
  *   `GET /renders/<token>` straight to the guard's listener (not through the proxy); the guard
  *   answers the tally as JSON and forgets it. Pages cannot reach that path: their requests
  *   arrive absolute-form and are judged as targets.
+ * - The tally names the requests the guard refused (`refused`), each by a digest of the request
+ *   as the guard read it (`refusedRequestName`), never by its URL. That record, not a header on
+ *   an answer, is how the renderer knows the guard refused the page's own document: inside a
+ *   CONNECT tunnel the target writes every header the renderer sees.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { RejectReason } from './errors.ts';
 
 export const GUARD_REASON_HEADER = 'x-guard-reason';
@@ -25,12 +29,81 @@ export const GUARD_FAILURE_HEADER = 'x-guard-failure';
 /** Why the guard answered an allowed request itself: the target could not be reached or went quiet. */
 export type GuardFailure = 'connect_refused' | 'connect_timeout' | 'reset' | 'idle_timeout' | 'unreachable';
 
+/** One request the guard refused: its `refusedRequestName` and the reason. */
+export interface RefusedRequest {
+  request: string;
+  reason: RejectReason;
+}
+
 /** A render's refusal tally, as the guard answers it at `GET /renders/<token>`. */
 export interface RenderTally {
   /** Connections and requests the guard refused for this render. */
   blocked: number;
   /** The reason of the first refusal, if any. */
   firstReason: RejectReason | null;
+  /**
+   * The requests refused, oldest first, each named once; at most REFUSALS_KEPT, the most
+   * recent kept (a page's own document is the last thing a failed navigation asked for).
+   */
+  refused: RefusedRequest[];
+}
+
+/** How many refused requests a tally names. */
+export const REFUSALS_KEPT = 16;
+
+/** A tally with nothing refused. */
+export function emptyTally(): RenderTally {
+  return { blocked: 0, firstReason: null, refused: [] };
+}
+
+/** Adds `part` (a later read of the same render's tally) to `total`, keeping the bound. */
+export function addTally(total: RenderTally, part: RenderTally): void {
+  total.blocked += part.blocked;
+  total.firstReason ??= part.firstReason;
+  for (const r of part.refused) {
+    const i = total.refused.findIndex((x) => x.request === r.request);
+    if (i !== -1) total.refused.splice(i, 1);
+    total.refused.push(r);
+  }
+  if (total.refused.length > REFUSALS_KEPT) total.refused.splice(0, total.refused.length - REFUSALS_KEPT);
+}
+
+function digest(text: string): string {
+  return createHash('sha256').update(text).digest('base64url').slice(0, 22);
+}
+
+/**
+ * How the guard names a request it refused, from its request line: a CONNECT by its host and
+ * port, anything else by its absolute URL without fragment. Both are put through the WHATWG
+ * parser first, so the renderer's `documentRequestName` of the same address gives the same name.
+ */
+export function refusedRequestName(method: string, target: string): string {
+  if (method.toUpperCase() === 'CONNECT') {
+    const m = /^(.+):(\d{1,5})$/.exec(target);
+    try {
+      if (m !== null) return digest(`connect ${new URL(`http://${m[1]}/`).hostname}:${Number(m[2])}`);
+    } catch {
+      // not a host the parser reads: named as written
+    }
+    return digest(`connect ${target}`);
+  }
+  try {
+    const url = new URL(target);
+    url.hash = '';
+    return digest(`url ${url.href}`);
+  } catch {
+    return digest(`url ${target}`);
+  }
+}
+
+/**
+ * The name the guard gives the request Chromium makes through it for a document at `url`:
+ * absolute-form for `http:`, a CONNECT of its host and port for `https:`.
+ */
+export function documentRequestName(url: string): string {
+  const u = new URL(url);
+  if (u.protocol === 'http:') return refusedRequestName('GET', url);
+  return refusedRequestName('CONNECT', `${u.hostname}:${u.port === '' ? 443 : u.port}`);
 }
 
 /** A new unguessable render token. */

@@ -6,7 +6,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Config } from '../../lib/config.ts';
 import { isRejectReason } from '../../lib/errors.ts';
-import { RENDER_STATS_PATH, type RenderTally } from '../../lib/guard-contract.ts';
+import { REFUSALS_KEPT, RENDER_STATS_PATH, type RenderTally } from '../../lib/guard-contract.ts';
 
 /** Where the guard listens and how to read a render's tally. */
 export interface GuardEndpoint {
@@ -97,7 +97,14 @@ export function parseTally(value: unknown): RenderTally {
     throw new Error('guard tally has no valid blocked count');
   }
   const firstReason = isRejectReason(v.firstReason) ? v.firstReason : null;
-  return { blocked: v.blocked as number, firstReason };
+  // A guard of a version before the record answers none: then no refusal is known to be the document's.
+  const refused = Array.isArray(v.refused)
+    ? v.refused
+        .filter((r) => typeof r?.request === 'string' && isRejectReason(r.reason))
+        .slice(-REFUSALS_KEPT)
+        .map((r) => ({ request: r.request, reason: r.reason }))
+    : [];
+  return { blocked: v.blocked as number, firstReason, refused };
 }
 
 /** The tally reader a pool uses: in-process when offered, else over HTTP. */

@@ -6,7 +6,7 @@
  */
 import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import puppeteer from 'puppeteer-core';
-import type { RenderTally } from '../../lib/guard-contract.ts';
+import { addTally, emptyTally, type RenderTally } from '../../lib/guard-contract.ts';
 import { ServiceError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Counter } from '../../lib/metrics.ts';
@@ -214,7 +214,7 @@ class Pool implements BrowserPool {
       // The lane's relay already names this render (set while the lane was prepared).
       const token = lane.token;
       if (token === undefined) throw new ServiceError('render_failed');
-      const total: RenderTally = { blocked: 0, firstReason: null };
+      const total = emptyTally();
       // Set when the guard could not be asked for this render's count: then nothing can tell
       // what the render reached, and the pool no longer knows its walls hold.
       let guardLost = false;
@@ -227,9 +227,8 @@ class Pool implements BrowserPool {
           this.lostGuard(err);
           throw err;
         }
-        total.blocked += part.blocked;
-        total.firstReason ??= part.firstReason;
-        return { ...total };
+        addTally(total, part);
+        return { ...total, refused: [...total.refused] };
       };
       const work = job.run({ page, signal: control.signal, tally });
       work.catch(() => {}); // once aborted, the page's calls reject on their own

@@ -2,13 +2,14 @@
  * Steps every operation's page work shares: the time budget applied to each browser wait,
  * `waitUntil` in puppeteer's terms, navigation with the guard's main-document refusals
  * (spec Part 7: a refusal mid-render, e.g. a redirect hop to a private address, is the same
- * 422 `url_rejected`) and its own answers for targets it could not reach (502 `render_failed`),
- * and markup written into the blank page (spec 4.3 rule 4).
+ * 422 `url_rejected`; document-refusal.ts) and its own answers for targets it could not reach
+ * (502 `render_failed`), and markup written into the blank page (spec 4.3 rule 4).
  */
 import { TimeoutError, type HTTPRequest, type HTTPResponse, type Page, type PuppeteerLifeCycleEvent } from 'puppeteer-core';
-import { ServiceError, ValidationFailure, isRejectReason } from '../../lib/errors.ts';
-import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER } from '../../lib/guard-contract.ts';
+import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
+import { GUARD_FAILURE_HEADER } from '../../lib/guard-contract.ts';
 import type { WaitUntil } from '../schemas/fields.ts';
+import { documentRefusal, type DocumentOutcome } from './document-refusal.ts';
 import { inSpan } from './telemetry.ts';
 import type { RenderContext } from './types.ts';
 
@@ -39,43 +40,64 @@ export function asServiceError(err: unknown): ServiceError | unknown {
 }
 
 /**
- * What the guard's own answer for the main document means, read from the answer it gave in the
- * target's place. Both headers are the guard's word alone: it drops them from every answer a
- * target gives (lib/guard-contract.ts), so one here was written by the guard.
- * - 403 with `x-guard-reason`: a refusal (a redirect hop to a private address): 422 `url_rejected`.
- * - `x-guard-failure`: the target could not be reached (refused, reset, no connect or no answer in
- *   the guard's time). Chromium would render the guard's short text as if it were the page; it
- *   is 502 `render_failed` instead, as an https target whose tunnel fails already is. Not 504
- *   `render_timeout`: the render budget did not run out, the target did (README, "Decisions").
+ * The guard's failure mark on the document's answer: the target could not be reached (refused,
+ * reset, no connect or no answer in the guard's time). Chromium would render the guard's short
+ * text as if it were the page; it is 502 `render_failed` instead, as an https target whose tunnel
+ * fails already is. Not 504 `render_timeout`: the render budget did not run out, the target did
+ * (README, "Decisions"). Read on `http:` answers alone: the guard forwards those itself and drops
+ * the header from every target's answer (lib/guard-contract.ts), while an `https:` answer came
+ * through a tunnel, where the header could only be the target's own.
  */
-function guardAnswerOf(response: HTTPResponse | null): ServiceError<'url_rejected' | 'render_failed'> | undefined {
-  if (response === null) return undefined;
-  const headers = response.headers();
-  if (headers[GUARD_FAILURE_HEADER] !== undefined) return new ServiceError('render_failed');
-  const reason = headers[GUARD_REASON_HEADER];
-  if (response.status() === 403 && isRejectReason(reason)) return new ServiceError('url_rejected', { reason });
-  return undefined;
+function guardFailed(response: HTTPResponse): boolean {
+  return response.url().startsWith('http:') && response.headers()[GUARD_FAILURE_HEADER] !== undefined;
 }
 
-/** Loads `url` in the render's page; a refused main document is 422, an unreachable one 502. */
+/** The main frame's last navigation request: the document, after any redirect hops. */
+function documentRequests(page: Page): { last(): HTTPRequest | undefined; dispose(): void } {
+  let last: HTTPRequest | undefined;
+  const seen = (r: HTTPRequest): void => {
+    if (r.isNavigationRequest() && r.frame() === page.mainFrame()) last = r;
+  };
+  page.on('request', seen);
+  return { last: () => last, dispose: () => page.off('request', seen) };
+}
+
+/** What Chromium met for a document whose navigation failed without an answer. */
+function failedDocument(last: HTTPRequest | undefined, url: string, err: unknown): DocumentOutcome {
+  // puppeteer words a failed navigation as `<net::ERR_…> at <url>`; the request's own failure is
+  // preferred when its event came in first.
+  const fromMessage = err instanceof Error ? /^net::ERR_[A-Z0-9_]+/.exec(err.message)?.[0] : undefined;
+  if (last !== undefined && last.response() === null) {
+    return { url: last.url(), answered: false, errorText: last.failure()?.errorText ?? fromMessage ?? '' };
+  }
+  return { url, answered: false, errorText: fromMessage ?? '' };
+}
+
+/**
+ * Loads `url` in the render's page. A document the guard refused (its own record says so, see
+ * document-refusal.ts) is 422 with the guard's reason; one that could not be loaded is 502.
+ */
 export async function navigate(ctx: RenderContext, url: string, waitUntil: WaitUntil, deadline: number): Promise<void> {
   await inSpan('navigate', { 'tintype.wait_until': waitUntil }, async () => {
+    const documents = documentRequests(ctx.page);
     let response: HTTPResponse | null;
     try {
       response = await ctx.page.goto(url, { waitUntil: LIFECYCLE[waitUntil], timeout: remaining(deadline) });
     } catch (err) {
       const mapped = asServiceError(err);
       if (mapped instanceof ServiceError) throw mapped;
-      // A tunnel the guard refused fails the navigation itself (net::ERR_TUNNEL_CONNECTION_FAILED);
-      // the document is the first thing a render fetches, so the first refusal is the document's.
-      const tally = await ctx.tally().catch(() => undefined);
-      if (tally !== undefined && tally.blocked > 0 && tally.firstReason !== null) {
-        throw new ServiceError('url_rejected', { reason: tally.firstReason });
-      }
-      throw new ServiceError('render_failed');
+      // A tunnel the guard refused fails the navigation itself (net::ERR_TUNNEL_CONNECTION_FAILED).
+      const reason = documentRefusal(failedDocument(documents.last(), url, err), await ctx.tally().catch(() => undefined));
+      throw reason === undefined ? new ServiceError('render_failed') : new ServiceError('url_rejected', { reason });
+    } finally {
+      documents.dispose();
     }
-    const answered = guardAnswerOf(response);
-    if (answered !== undefined) throw answered;
+    if (response === null) return;
+    if (guardFailed(response)) throw new ServiceError('render_failed');
+    if (response.status() === 403) {
+      const reason = documentRefusal({ url: response.url(), answered: true, status: 403 }, await ctx.tally().catch(() => undefined));
+      if (reason !== undefined) throw new ServiceError('url_rejected', { reason });
+    }
   });
 }
 

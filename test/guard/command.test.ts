@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { renderAuthorization } from '../../lib/guard-contract.ts';
+import { refusedRequestName, renderAuthorization } from '../../lib/guard-contract.ts';
 import { closeServer, listenOn, startCanary, viaGuard } from './helpers.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -114,7 +114,11 @@ t.test('tintype guard listens on PORT and GUARD_SOCKET, reports on its admin por
   const named = await viaGuard({ socket }, `http://[::1]:${canary.port}/`, { headers: { 'proxy-authorization': renderAuthorization(token) } });
   t.equal(named.headers['x-guard-reason'], 'private_address');
   const tally = await viaGuard({ socket }, `/renders/${token}`);
-  t.same(JSON.parse(tally.body), { blocked: 1, firstReason: 'private_address' });
+  t.same(JSON.parse(tally.body), {
+    blocked: 1,
+    firstReason: 'private_address',
+    refused: [{ request: refusedRequestName('GET', `http://[::1]:${canary.port}/`), reason: 'private_address' }],
+  });
 
   const metrics = await get(g.adminPort, '/metrics');
   t.match(metrics.body, /tintype_guard_refusals_total\{reason="private_address"\} 3\n/);

@@ -11,7 +11,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import t from 'tap';
-import { renderAuthorization } from '../../lib/guard-contract.ts';
+import { refusedRequestName, renderAuthorization } from '../../lib/guard-contract.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { createGuard, type Guard } from '../../guard/index.ts';
@@ -171,7 +171,7 @@ t.test("a target's own x-guard-reason and x-guard-failure never pass through: on
   t.equal(answer.headers['x-target'], 'yes', "the target's other headers pass");
   t.equal(answer.headers['x-guard-reason'], undefined, 'no x-guard-reason, in any spelling');
   t.equal(answer.headers['x-guard-failure'], undefined, 'no x-guard-failure, in any spelling');
-  t.same(guard.takeTally(token), { blocked: 0, firstReason: null }, 'and nothing was counted');
+  t.same(guard.takeTally(token), { blocked: 0, firstReason: null, refused: [] }, 'and nothing was counted');
   const raw = await rawExchange(port, `GET ${at('public.test', '/own-reason')} HTTP/1.1\r\nHost: public.test\r\nConnection: close\r\n\r\n`);
   t.match(raw, /^HTTP\/1\.1 403 /, 'the raw answer is the target one');
   t.notMatch(raw, /x-guard-reason/i, 'the raw answer holds no x-guard-reason line');
@@ -369,12 +369,42 @@ t.test('refusals are counted per render, named by Proxy-Authorization', async (t
   t.equal(reasonOf(peek), 'private_address');
 
   const fetchTally = (token: string) => viaGuard(g, `/renders/${token}`).then((a) => ({ status: a.status, tally: JSON.parse(a.body) }));
-  t.same(await fetchTally(tokenA), { status: 200, tally: { blocked: 3, firstReason: 'private_address' } });
-  t.same(await fetchTally(tokenA), { status: 200, tally: { blocked: 0, firstReason: null } }, 'a tally is forgotten once read');
-  t.same(await fetchTally(tokenB), { status: 200, tally: { blocked: 3, firstReason: 'dns_failure' } }, "B's count holds only B's refusals");
-  t.same(await fetchTally(tokenC), { status: 200, tally: { blocked: 0, firstReason: null } }, 'a render never refused');
+  // The record names each refused request (by a digest, never its URL), as the renderer names its document.
+  const named = (method: string, target: string, reason: string) => ({ request: refusedRequestName(method, target), reason });
+  const a = await fetchTally(tokenA);
+  t.same(a, {
+    status: 200,
+    tally: {
+      blocked: 3,
+      firstReason: 'private_address',
+      refused: [
+        named('GET', `http://${CANARY_HOST}:${canary.port}/`, 'private_address'),
+        named('GET', 'ftp://public.test/', 'bad_scheme'),
+        named('CONNECT', `[::1]:${canary6.port}`, 'private_address'),
+      ],
+    },
+  });
+  t.notMatch(JSON.stringify(a), /canary|public\.test|::1|127\./, 'the record carries no address or URL');
+  t.same(await fetchTally(tokenA), { status: 200, tally: { blocked: 0, firstReason: null, refused: [] } }, 'a tally is forgotten once read');
+  t.same(
+    await fetchTally(tokenB),
+    {
+      status: 200,
+      tally: {
+        blocked: 3,
+        firstReason: 'dns_failure',
+        refused: [
+          named('GET', at('nx.test'), 'dns_failure'),
+          named('GET', 'javascript:void(0)', 'bad_scheme'),
+          named('GET', `http://127.0.0.1:${port}/renders/${tokenA}`, 'private_address'),
+        ],
+      },
+    },
+    "B's count holds only B's refusals",
+  );
+  t.same(await fetchTally(tokenC), { status: 200, tally: { blocked: 0, firstReason: null, refused: [] } }, 'a render never refused');
   t.equal(guard.unnamedTally().blocked - unnamedBefore, 2, 'requests naming no render are counted apart');
-  t.same(guard.takeTally(tokenA), { blocked: 0, firstReason: null });
+  t.same(guard.takeTally(tokenA), { blocked: 0, firstReason: null, refused: [] });
 });
 
 t.test('the tunnel bound and the idle timeout are settings; failing targets are 502/504, not refusals', async (t) => {

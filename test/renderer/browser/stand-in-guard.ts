@@ -28,7 +28,7 @@ export async function startStandInGuard(options: { socketPath: string; mode: 'op
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const url = req.url ?? '';
     if (url.startsWith(RENDER_STATS_PATH)) {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ blocked: 0, firstReason: null }));
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ blocked: 0, firstReason: null, refused: [] }));
       return;
     }
     requests += 1;
