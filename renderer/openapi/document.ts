@@ -218,7 +218,7 @@ export const openapiDocument = {
         content: { [JSON_TYPE]: { schema: ref('PayloadTooLarge') } },
       },
       UrlRejected: {
-        description: 'The guard refused the page address, or a refused sub-resource made the render fail.',
+        description: 'The guard refused the page address or its document (a redirect hop included), or, for markup, a refused sub-resource made the render fail.',
         headers: position,
         content: { [JSON_TYPE]: { schema: ref('UrlRejected') } },
       },
@@ -299,7 +299,7 @@ export const openapiDocument = {
         additionalProperties: false,
         required: ['url'],
         properties: {
-          url: { type: 'string', minLength: 1, maxLength: 2048, description: 'Absolute http(s) address on the public internet.' },
+          url: { type: 'string', minLength: 1, maxLength: 2048, description: 'Absolute http(s) address on the public internet. A fragment (`#…`) is dropped: the page is loaded, and cached, without it.' },
           width: dimension(1280),
           height: dimension(800),
           fullPage: { type: 'boolean', default: false, description: 'The whole scroll height, clipped at 8000 px; the width stays `width`.' },
@@ -317,7 +317,7 @@ export const openapiDocument = {
         additionalProperties: false,
         required: ['html'],
         properties: {
-          html: { type: 'string', minLength: 1, maxLength: 1_000_000, description: 'At most 1,000,000 UTF-16 code units. Written into a blank page with an opaque origin.' },
+          html: { type: 'string', minLength: 1, maxLength: 1_000_000, description: 'At most 1,000,000 UTF-16 code units. Written into a blank page with an opaque origin. Cached by its UTF-16 code units, so a lone surrogate is never taken for U+FFFD.' },
           width: coerced(dimension(1280), '^[0-9]+$'),
           height: coerced(dimension(800), '^[0-9]+$'),
           deviceScaleFactor: coerced({ type: 'number', minimum: 1, maximum: 2, default: 1 }, '^[0-9]+(\\.[0-9]+)?$'),
@@ -340,8 +340,8 @@ export const openapiDocument = {
         description: 'Exactly one of `url` and `html`.',
         oneOf: [{ required: ['url'] }, { required: ['html'] }],
         properties: {
-          url: { type: 'string', minLength: 1, maxLength: 2048, description: 'Absolute http(s) address; exclusive with `html`.' },
-          html: { type: 'string', minLength: 1, maxLength: 1_000_000, description: 'Exclusive with `url`.' },
+          url: { type: 'string', minLength: 1, maxLength: 2048, description: 'Absolute http(s) address; exclusive with `html`. A fragment (`#…`) is dropped: the page is loaded, and cached, without it.' },
+          html: { type: 'string', minLength: 1, maxLength: 1_000_000, description: 'Exclusive with `url`. Cached by its UTF-16 code units, so a lone surrogate is never taken for U+FFFD.' },
           format: { type: 'string', enum: ['Letter', 'Legal', 'Tabloid', 'Ledger', 'A0', 'A1', 'A2', 'A3', 'A4', 'A5', 'A6'], default: 'A4' },
           landscape: { type: 'boolean', default: false },
           printBackground: { type: 'boolean', default: true },
