@@ -10,6 +10,7 @@ import { addTally, emptyTally, type RenderTally } from '../../lib/guard-contract
 import { ServiceError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Counter } from '../../lib/metrics.ts';
+import type { GuardState } from '../../lib/state-contract.ts';
 import { chromiumArgs, chromiumExecutable, isHeadlessShell } from './chromium.ts';
 import { startGuardBridge, type GuardBridge } from './guard-bridge.ts';
 import { dialGuard, guardAddress, tallyReader, type GuardAddress } from './guard-endpoint.ts';
@@ -91,6 +92,8 @@ class Pool implements BrowserPool {
   private renders = 0;
   private restarts = 0;
   private verified = false;
+  /** The self-test has passed at least once: a guard not verified now was lost, not yet unproven. */
+  private everVerified = false;
   private started = false;
   private stopped = false;
   private lastMemoryBytes = 0;
@@ -164,6 +167,10 @@ class Pool implements BrowserPool {
 
   selfTestPassed(): boolean {
     return this.verified;
+  }
+
+  guardState(): GuardState {
+    return this.verified ? 'verified' : this.everVerified ? 'lost' : 'unverified';
   }
 
   stats(): PoolStats {
@@ -527,6 +534,7 @@ class Pool implements BrowserPool {
     if (this.stopped) return;
     if (report.passed) {
       this.verified = true;
+      this.everVerified = true;
       this.logger.info('guard.self_test_passed', { blocked: report.blocked });
       return;
     }

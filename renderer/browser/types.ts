@@ -5,6 +5,7 @@
 import type { Page, Browser, LaunchOptions } from 'puppeteer-core';
 import type { Config } from '../../lib/config.ts';
 import type { RenderTally } from '../../lib/guard-contract.ts';
+import type { GuardState } from '../../lib/state-contract.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Registry } from '../../lib/metrics.ts';
@@ -66,6 +67,8 @@ export interface BrowserPool extends Lifecycle {
   render<T>(job: RenderJob<T>): Promise<RenderResult<T>>;
   /** True once the start-up self-test proved the walls hold (feeds /healthz/ready). */
   selfTestPassed(): boolean;
+  /** The guard as the operator reads it on `/state`: verified, not yet verified, or lost after it was. */
+  guardState(): GuardState;
   stats(): PoolStats;
 }
 

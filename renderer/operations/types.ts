@@ -8,7 +8,7 @@ import type { BrowserPool } from '../browser/index.ts';
 export type { RenderContext, RenderJob } from '../browser/index.ts';
 
 /** The Chromium pool as the operations use it (renderer/browser BrowserPool). */
-export type RenderPool = Pick<BrowserPool, 'render' | 'selfTestPassed' | 'stats'>;
+export type RenderPool = Pick<BrowserPool, 'render' | 'selfTestPassed' | 'guardState' | 'stats'>;
 
 /** The guard's verdict on a page address, asked before any slot is taken (spec 4.4 rule 3). */
 export type UrlJudge = (url: string) => Promise<{ ok: true } | { ok: false; reason: RejectReason }>;

@@ -21,6 +21,7 @@ import { requestScope, type Answered } from './request-scope.ts';
 import { v1Routes } from './routes.ts';
 import type { RendererState } from './state.ts';
 import { listen } from '../../lib/listen.ts';
+import type { RendererStateReport } from '../../lib/state-contract.ts';
 
 export { CLIENT_CLOSED } from './request-scope.ts';
 export type { OgDrawing } from './og.ts';
@@ -145,8 +146,13 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
   // Headers get a little longer than the idle wait, as Node expects.
   server.keepAliveTimeout = RENDERER_KEEP_ALIVE_MS;
   server.headersTimeout = RENDERER_KEEP_ALIVE_MS + 1_000;
-  const admin = http.createServer(adminHandler(registry, () => pool.selfTestPassed()));
   let started = false;
+  // Draining from the moment stop() begins: the operator stops counting this renderer's slots.
+  const state = (): RendererStateReport => {
+    const stats = pool.stats();
+    return { slots: stats.slots, busy: stats.busy, guard: pool.guardState(), draining: !started };
+  };
+  const admin = http.createServer(adminHandler(registry, () => pool.selfTestPassed(), state));
 
   const bound = (s: http.Server): AddressInfo => {
     const a = s.address();
