@@ -53,7 +53,7 @@ const rows: Row[] = [
   { name: 'above max goes to max at once', spec: { maxReplicas: 4 }, current: 9, readings: pods(9, 0), desired: 4, reason: 'bounds' },
   // Halving one pod leaves one: the operator does not go to zero on its own, having nothing to read there.
   { name: 'min 0 with no load stays at one pod', spec: { minReplicas: 0, scaleDownStabilizationSeconds: 0 }, current: 1, readings: pods(1, 0), desired: 1, reason: 'down_capped' },
-  { name: 'min 0 from two with no load goes to one', spec: { minReplicas: 0, scaleDownStabilizationSeconds: 0 }, current: 2, readings: pods(2, 0), desired: 1, reason: 'scale_down' },
+  { name: 'min 0 from two with no load goes to one', spec: { minReplicas: 0, scaleDownStabilizationSeconds: 0 }, current: 2, readings: pods(2, 0), desired: 1, reason: 'down_capped' },
   // An unverified or lost guard offers no slots; neither does a draining pod.
   {
     name: 'an unverified pod offers no slots (3 usable pods, 4 busy -> 4)', current: 4,
