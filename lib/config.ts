@@ -54,6 +54,17 @@ export interface Config {
   ogThreads: number;
   /** Cards that may wait for a drawing thread; one more is answered 503 `busy`. */
   ogQueue: number;
+  /** Namespace the operator watches; its own (podNamespace) when unset. */
+  controllerNamespace: string | undefined;
+  /** How often the operator reads each renderer's `/state`. */
+  controllerPollMs: number;
+  /** The pod's own namespace and name (downward API): where the operator's Lease lives, and its holder. */
+  podNamespace: string | undefined;
+  podName: string | undefined;
+  /** A kubeconfig file for the operator outside a cluster. */
+  kubeconfig: string | undefined;
+  /** Running inside a cluster (its service account credentials are there). */
+  inCluster: boolean;
   otelEndpoint: string | undefined;
   otelServiceName: string | undefined;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
@@ -108,6 +119,15 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
   return v as T;
 }
 
+/** A Kubernetes namespace name (an RFC 1123 label). */
+function dnsLabel(env: Env, name: string): string | undefined {
+  const v = raw(env, name);
+  if (v !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(v)) {
+    throw new ConfigError(`${name} must be a namespace name (lower-case letters, digits and '-', at most 63)`);
+  }
+  return v;
+}
+
 /** Parses the environment into a frozen Config, or throws a ConfigError naming the variable. */
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   const renderTimeoutMs = integer(env, 'TINTYPE_RENDER_TIMEOUT_MS', 30_000, 1_000, 600_000);
@@ -141,6 +161,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     pgPoolSize: integer(env, 'TINTYPE_PG_POOL', 10, 1, 200),
     ogThreads: integer(env, 'TINTYPE_OG_THREADS', 2, 1, 64),
     ogQueue: integer(env, 'TINTYPE_OG_QUEUE', 64, 0, 100_000),
+    controllerNamespace: dnsLabel(env, 'TINTYPE_CONTROLLER_NAMESPACE'),
+    controllerPollMs: integer(env, 'TINTYPE_CONTROLLER_POLL_MS', 5_000, 100, 600_000),
+    podNamespace: dnsLabel(env, 'POD_NAMESPACE'),
+    podName: raw(env, 'POD_NAME'),
+    kubeconfig: raw(env, 'KUBECONFIG'),
+    inCluster: raw(env, 'KUBERNETES_SERVICE_HOST') !== undefined,
     otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http', 'https']) ??
       url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http', 'https']),
     otelServiceName: raw(env, 'OTEL_SERVICE_NAME'),

@@ -1,5 +1,6 @@
 /** The subcommand table of docs/architecture.md §1. Each entry wires one role; no logic here. */
-import { notBuilt, type Command } from './command.ts';
+import type { Command } from './command.ts';
+import { controllerCommand } from './controller.ts';
 import { guardCommand } from './guard.ts';
 import { keysCommand } from './keys.ts';
 import { policyCommand } from './policy.ts';
@@ -11,6 +12,6 @@ export const commands: Record<string, Command> = {
   policy: policyCommand,
   renderer: rendererCommand,
   guard: guardCommand,
-  controller: notBuilt('the Kubernetes operator'),
+  controller: controllerCommand,
   keys: keysCommand,
 };

@@ -1,0 +1,60 @@
+/**
+ * `tintype controller` (DESIGN.md §1): the Kubernetes operator that scales RenderPools on render
+ * slots. Credentials from KUBECONFIG outside a cluster, the service account inside; watches
+ * TINTYPE_CONTROLLER_NAMESPACE (default: its own, POD_NAMESPACE); the Lease `tintype-controller`
+ * in its own namespace, held as POD_NAME. Metrics and probes on the admin port. Wiring only.
+ * SIGTERM/SIGINT: stop writing, release the Lease, exit 0.
+ */
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { createAdminServer } from '../../envoy/edge/admin.ts';
+import { loadConfig } from '../../lib/config.ts';
+import { ANY_ADDRESS } from '../../lib/listen.ts';
+import { createLogger } from '../../lib/log.ts';
+import { Registry } from '../../lib/metrics.ts';
+import { createController, createKubeApi, httpStateReader, loadKubeConfig } from '../../controller/index.ts';
+import { waitForStopSignal, type Command } from './command.ts';
+
+/** Admin port of `tintype controller`: metrics and /healthz/*. */
+export const CONTROLLER_ADMIN_PORT = 9083;
+/** A renderer's `/state` must answer within this, or the pod counts as unreadable for that poll. */
+const STATE_TIMEOUT_MS = 2_000;
+
+export const controllerCommand: Command = {
+  summary: 'the Kubernetes operator: scales RenderPools on render slots and reports their state',
+  async run() {
+    const config = loadConfig();
+    const logger = createLogger('controller', { level: config.logLevel });
+    const kc = loadKubeConfig({ kubeconfig: config.kubeconfig, inCluster: config.inCluster });
+    const api = createKubeApi(kc);
+    const ownNamespace = config.podNamespace ?? api.contextNamespace() ?? 'default';
+    const registry = new Registry();
+    const controller = createController({
+      api,
+      namespace: config.controllerNamespace ?? ownNamespace,
+      leaseNamespace: ownNamespace,
+      // Outside a pod, a name no other replica can share.
+      identity: config.podName ?? `${os.hostname()}_${randomBytes(4).toString('hex')}`,
+      pollMs: config.controllerPollMs,
+      readState: httpStateReader(Math.min(STATE_TIMEOUT_MS, config.controllerPollMs)),
+      logger,
+      registry,
+    });
+    // Prometheus and the kubelet reach the admin port over the network.
+    const admin = createAdminServer({
+      host: ANY_ADDRESS,
+      port: config.adminPort ?? CONTROLLER_ADMIN_PORT,
+      registries: [registry],
+      ready: () => controller.healthy(),
+    });
+    await admin.start();
+    await controller.start();
+    logger.info('controller.started', { admin_port: admin.port(), namespace: config.controllerNamespace ?? ownNamespace });
+    const signal = await waitForStopSignal();
+    logger.info('stopping', { signal });
+    await controller.stop(signal);
+    await admin.stop();
+    logger.info('stopped', { signal });
+    return 0;
+  },
+};
