@@ -42,6 +42,8 @@ export interface Controller extends Lifecycle {
   leader: LeaderElector;
   /** True once every watch has listed. */
   synced(): boolean;
+  /** The watched copy of a collection, by name. */
+  cache(resource: 'renderpools' | 'deployments' | 'pods'): Map<string, any>;
 }
 
 export function createController(options: ControllerOptions): Controller {
@@ -122,6 +124,7 @@ export function createController(options: ControllerOptions): Controller {
     leader,
     reconcile,
     synced,
+    cache: (resource) => ({ renderpools: pools, deployments, pods })[resource].items(),
     async start() {
       started = true;
       for (const r of reflectors) r.start();
