@@ -21,6 +21,7 @@ const RUNS: Array<[string, string[]]> = [
   ['render', ['--renders', '4', '--memory-renders', '60']],
   ['render', ['--phases', '--renders', '4']],
   ['edge', ['--seconds', '1', '--connections', '4', '--latency-requests', '100']],
+  ['controller', ['--hours', '1']],
 ];
 
 /** Runs one benchmark as `npm run bench` would; resolves with its exit code and output. */

@@ -70,7 +70,7 @@ t.test('the API server defaults and refuses by the schema', async (t) => {
   ];
   for (const [name, spec, code, message] of rows) {
     const res = await post(spec);
-    const body = await res.json();
+    const body = (await res.json()) as any;
     t.equal(res.status, code, name);
     if (message !== undefined) t.match(body.message, message, name);
     if (name === 'only the deployment: defaults') t.same(body.spec, { deploymentName: 'r', ...SPEC_DEFAULTS }, 'every default applied');
