@@ -1,5 +1,5 @@
 /**
- * `tintype controller` (DESIGN.md §1): the Kubernetes operator that scales RenderPools on render
+ * `tintype controller` (docs/architecture.md §1): the Kubernetes operator that scales RenderPools on render
  * slots. Credentials from KUBECONFIG outside a cluster, the service account inside; watches
  * TINTYPE_CONTROLLER_NAMESPACE (default: its own, POD_NAMESPACE); the Lease `tintype-controller`
  * in its own namespace, held as POD_NAME. Metrics and probes on the admin port. Wiring only.

@@ -18,7 +18,7 @@ const releaseAll = (): void => {
   for (const res of held) res.end('<!doctype html><p>released</p>');
   held.clear();
 };
-const site = await startSite((req, res) => {
+const site = await startSite((_req, res) => {
   res.writeHead(200, { 'content-type': 'text/html' });
   res.write('<!doctype html><p>waiting</p>'); // the body ends only when released
   held.add(res);
