@@ -71,7 +71,17 @@ export function createController(options: ControllerOptions): Controller {
         logger.warn('controller.watch_failed', { resource, kind, status: err instanceof ApiError ? err.status : (err as { statusCode?: number })?.statusCode });
       },
     });
-  const pools = reflector('renderpools', `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}`, () => soon());
+  // A new pool or a new spec is reconciled at once; its own status writes wait for the poll.
+  const generations = new Map<string, number>();
+  const pools = reflector('renderpools', `/apis/${GROUP}/${VERSION}/namespaces/${namespace}/${PLURAL}`, () => {
+    let changed = false;
+    for (const pool of pools.items().values()) {
+      const uid: string = pool.metadata?.uid ?? pool.metadata?.name;
+      if (generations.get(uid) !== pool.metadata?.generation) changed = true;
+      generations.set(uid, pool.metadata?.generation);
+    }
+    if (changed) soon();
+  });
   const deployments = reflector('deployments', `/apis/apps/v1/namespaces/${namespace}/deployments`);
   const pods = reflector('pods', `/api/v1/namespaces/${namespace}/pods`);
   const reflectors = [pools, deployments, pods];
@@ -97,6 +107,7 @@ export function createController(options: ControllerOptions): Controller {
       }
     }
     for (const uid of memories.keys()) if (!live.has(uid)) memories.delete(uid);
+    for (const uid of generations.keys()) if (!live.has(uid)) generations.delete(uid);
   }
 
   /** Runs one pass at a time; a request during a pass runs one more after it. */

@@ -42,7 +42,8 @@ function spawnController(env: Record<string, string>): { child: ChildProcess; li
 }
 
 async function until(what: string, cond: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 600; i++) {
+  // Generous: a process start on a loaded 2-core machine can take tens of seconds.
+  for (let i = 0; i < 2_400; i++) {
     if (await cond()) return;
     await new Promise((r) => setTimeout(r, 50));
   }
