@@ -12,6 +12,9 @@ export class ConfigError extends Error {
 
 export type Isolation = 'netns' | 'pod';
 
+/** The uid and gid Chromium runs under in netns isolation when the renderer is root (README "Chromium isolation"). */
+export const DEFAULT_CHROMIUM_UID = 10_999;
+
 export interface Config {
   /** Listen port of the role; undefined means the role's default (docs/architecture.md §1). */
   port: number | undefined;
@@ -22,6 +25,11 @@ export interface Config {
   redisUrl: string | undefined;
   plansFile: string | undefined;
   chromiumPath: string | undefined;
+  /**
+   * netns isolation, renderer run as root: the uid and gid Chromium runs under (one no other
+   * process of the host uses; never 0, never the renderer's own).
+   */
+  chromiumUid: number;
   slots: number;
   renderTimeoutMs: number;
   maxOutputBytes: number;
@@ -139,6 +147,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
     plansFile: raw(env, 'TINTYPE_PLANS'),
     chromiumPath: raw(env, 'CHROMIUM_PATH'),
+    chromiumUid: integer(env, 'TINTYPE_CHROMIUM_UID', DEFAULT_CHROMIUM_UID, 1, 4_294_967_294),
     slots: integer(env, 'TINTYPE_SLOTS', 2, 1, 64),
     renderTimeoutMs,
     maxOutputBytes: integer(env, 'TINTYPE_MAX_OUTPUT_BYTES', 26_214_400, 1_024, 1_073_741_824),

@@ -63,8 +63,7 @@ export function chromiumArgs(options: { refuseProxy: string; noSandbox: boolean 
     '--disable-extensions',
     '--mute-audio',
   ];
-  // Chromium's sandbox refuses to start as root (also root of a user namespace); the network
-  // namespace and the proxy are the walls then.
+  // Only where its sandbox cannot be had (sandbox-support.ts says why, once, at start).
   if (options.noSandbox) args.push('--no-sandbox');
   return args;
 }

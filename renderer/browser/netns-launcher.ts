@@ -6,17 +6,21 @@
  * fds 3 and 4 (the pipe) and becomes the namespace's first process. When Chromium dies, the
  * kernel kills and reaps everything else in the namespace: nothing is left behind.
  *
- * The only thing crossing the namespace is the filesystem: the guard's unix socket (dialled by
- * the relays) and this launch's control socket (the renderer tells the relays each lane's token).
+ * Chromium itself goes one step further than the relay: into a mount namespace of its own,
+ * jailed (chromium-jail.ts), as an unprivileged user. The relay stays in the renderer's mount
+ * namespace, as the renderer's user: it needs the checkout's code, the guard's unix socket
+ * (which it dials) and this launch's control socket (the renderer tells it each lane's token).
+ * Chromium reaches the relay over the namespace's loopback only.
  */
-import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../../lib/log.ts';
+import { jailScript, type JailUser } from './chromium-jail.ts';
 import type { GuardAddress } from './guard-endpoint.ts';
+import { findTool, sh } from './launch-script.ts';
 import { NETNS_REFUSE_PORT, readMessages, send, type FromRelay, type ToRelay } from './relay-protocol.ts';
 import type { RelaySet } from './relay-set.ts';
 import { listen } from '../../lib/listen.ts';
@@ -33,17 +37,6 @@ export interface NetnsLaunch {
   readonly relays: Promise<RelaySet>;
   /** Removes the launcher files and the control socket. */
   dispose(): Promise<void>;
-}
-
-function findTool(candidates: readonly string[]): string {
-  const found = candidates.find((p) => existsSync(p));
-  if (found === undefined) throw new Error(`netns isolation needs ${path.basename(candidates[0]!)} (${candidates.join(' or ')})`);
-  return found;
-}
-
-/** Quotes a string for /bin/sh. */
-function sh(value: string): string {
-  return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
 /** Fails fast when this machine cannot give Chromium a namespace of its own. */
@@ -67,10 +60,11 @@ export async function prepareNetnsLaunch(options: {
   logger: Logger;
   /**
    * Create a user namespace too (mapping this user to root inside it), which lets a renderer
-   * that is not root create the network namespace. Chromium then runs as root of that user
-   * namespace, which its own sandbox refuses: it is started with --no-sandbox either way.
+   * that is not root create the network namespace (and Chromium's mount namespace).
    */
   userNamespace: boolean;
+  /** Who Chromium runs as in its jail. */
+  user: JailUser;
 }): Promise<NetnsLaunch> {
   const { unshare, ip } = netnsTools();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-netns-'));
@@ -79,12 +73,17 @@ export async function prepareNetnsLaunch(options: {
   const tsx = import.meta.resolve('tsx');
   const inside = path.join(dir, 'inside.sh');
   const launcher = path.join(dir, 'launch.sh');
+  const jail = path.join(dir, 'jail.sh');
+  // The jail's root: an empty directory the jail's tmpfs is mounted on, in Chromium's mount namespace only.
+  const jailRoot = path.join(dir, 'root');
+  await mkdir(jailRoot, { mode: 0o700 });
+  await writeFile(jail, jailScript({ root: jailRoot, chromiumPath: options.chromiumPath, user: options.user }), { mode: 0o700 });
   await writeFile(
     inside,
     [
       `${sh(ip)} link set lo up || exit 70`,
       `${sh(process.execPath)} --import ${sh(tsx)} ${sh(relayMain)} ${sh(controlPath)} </dev/null 3>&- 4>&- &`,
-      `exec ${sh(options.chromiumPath)} "$@"`,
+      `exec ${sh(unshare)} --mount --propagation private -- /bin/sh ${sh(jail)} "$@"`,
       '',
     ].join('\n'),
     { mode: 0o700 },

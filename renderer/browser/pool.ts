@@ -11,7 +11,12 @@ import { ServiceError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Counter } from '../../lib/metrics.ts';
 import type { GuardState } from '../../lib/state-contract.ts';
+import os from 'node:os';
+import { DEFAULT_CHROMIUM_UID } from '../../lib/config.ts';
 import { chromiumArgs, chromiumExecutable, isHeadlessShell } from './chromium.ts';
+import { chromiumEnvironment } from './chromium-env.ts';
+import { JAIL_HOME, JAIL_PROFILE_DIR, type JailUser } from './chromium-jail.ts';
+import { chromiumSandbox, type SandboxVerdict } from './sandbox-support.ts';
 import { startGuardBridge, type GuardBridge } from './guard-bridge.ts';
 import { dialGuard, guardAddress, tallyReader, type GuardAddress } from './guard-endpoint.ts';
 import { BrowserInstance, INSTANCE_GONE, withTimeout, type Lane } from './instance.ts';
@@ -76,6 +81,9 @@ class Pool implements BrowserPool {
   private readonly lanes: number;
   private readonly restartsCounter: Counter | undefined;
   private readonly userNamespace: boolean;
+  private readonly jailUser: JailUser;
+  /** Whether Chromium's own sandbox can run here; decided at start. */
+  private sandbox: SandboxVerdict = { on: false, why: 'not started' };
 
   private executable = '';
   private guard: GuardAddress | undefined;
@@ -108,6 +116,8 @@ class Pool implements BrowserPool {
     this.launchBrowser = options.launch ?? ((o) => puppeteer.launch(o));
     this.lanes = this.config.slots * LANES_PER_SLOT;
     this.userNamespace = options.netnsUserNamespace ?? !runningAsRoot();
+    const uid = this.config.chromiumUid ?? DEFAULT_CHROMIUM_UID;
+    this.jailUser = { kind: this.userNamespace ? 'nested' : 'uid', uid, gid: uid };
     const registry = options.registry;
     if (registry !== undefined) {
       registry.gauge('tintype_render_slots', 'Render slots of this renderer.').set(this.config.slots);
@@ -131,6 +141,18 @@ class Pool implements BrowserPool {
       this.logger.warn('browser.no_init', { detail: 'running as PID 1: run the renderer under an init that reaps orphans (tini)' });
     }
     this.executable = chromiumExecutable(this.config);
+    this.sandbox = chromiumSandbox({
+      isolation: this.config.isolation,
+      // The probe runs as the user Chromium becomes: in netns, its own uid when the renderer is root.
+      asRoot: this.config.isolation === 'netns' ? !this.userNamespace : runningAsRoot(),
+      chromiumUid: this.jailUser.uid,
+    });
+    if (!this.sandbox.on) this.logger.warn('browser.sandbox_off', { detail: this.sandbox.why });
+    if (this.config.isolation === 'netns' && this.userNamespace) {
+      this.logger.warn('browser.shared_uid', {
+        detail: "the renderer is not root: Chromium runs as the renderer's own uid (in user namespaces of its own), not as a uid of its own",
+      });
+    }
     const endpoint = this.options.guard;
     if (this.config.isolation === 'netns' && endpoint.socketPath === undefined && endpoint.url !== undefined) {
       // Only a unix socket crosses the namespace: bridge one to the guard's TCP address.
@@ -388,6 +410,7 @@ class Pool implements BrowserPool {
         guard: this.guard!,
         logger: this.logger,
         userNamespace: this.userNamespace,
+        user: this.jailUser,
       });
       executablePath = netns.executablePath;
       refuseProxy = netns.refuseAddress;
@@ -404,8 +427,11 @@ class Pool implements BrowserPool {
         executablePath,
         pipe: true,
         headless: isHeadlessShell(this.executable) ? 'shell' : true,
-        // In netns isolation Chromium is root of its namespaces (real root, or mapped root).
-        args: chromiumArgs({ refuseProxy, noSandbox: netns !== undefined || runningAsRoot() }),
+        args: chromiumArgs({ refuseProxy, noSandbox: !this.sandbox.on }),
+        // Nothing of the renderer's environment: its variables name its databases and secrets.
+        env: chromiumEnvironment(process.env, netns !== undefined ? JAIL_HOME : os.tmpdir()),
+        // In netns the profile is in the jail's own /tmp, in memory, gone with the namespace.
+        ...(netns !== undefined ? { userDataDir: JAIL_PROFILE_DIR } : {}),
         defaultViewport: null,
         handleSIGINT: false,
         handleSIGTERM: false,

@@ -79,7 +79,8 @@ export interface BrowserPoolOptions {
   config: Pick<
     Config,
     'chromiumPath' | 'slots' | 'renderTimeoutMs' | 'recycleAfterRenders' | 'browserMaxRssMb' | 'isolation' | 'guardAllowCidrs'
-  >;
+  > &
+    Partial<Pick<Config, 'chromiumUid'>>;
   logger: Logger;
   registry?: Registry;
   /** The guard, started by the caller (or elsewhere: guardEndpointFromConfig). */
@@ -87,7 +88,8 @@ export interface BrowserPoolOptions {
   launch?: LaunchBrowser;
   /**
    * netns isolation: also create a user namespace, so a renderer that is not root can create
-   * the network namespace (default: exactly when not running as root).
+   * the namespaces (default: exactly when not running as root). Chromium then runs as the
+   * renderer's own uid, seen from the host.
    */
   netnsUserNamespace?: boolean;
   /** Supervision intervals; the defaults suit production, tests shorten them. */
