@@ -6,6 +6,8 @@
  * WebRTC sends no non-proxied UDP and Chromium resolves no name itself.
  */
 import dgram from 'node:dgram';
+import { readFileSync } from 'node:fs';
+import type { Page } from 'puppeteer-core';
 import t from 'tap';
 import {
   SITE_NAME,
@@ -22,6 +24,7 @@ import {
   startPool,
   startCanary,
   startSite,
+  until,
 } from './helpers.ts';
 
 const PAGE = '<!doctype html><title>ok</title><p id="p">served</p>';
@@ -183,4 +186,36 @@ t.test('pod: the proxy settings alone keep loopback, names and UDP behind the gu
     );
     t.equal(datagrams, 0, 'the STUN canary received no datagram');
   });
+});
+
+t.test("pod: none of the renderer's variables reaches Chromium; a missing sandbox is said once, at start", async (t) => {
+  const secret = `marker-${Math.random().toString(36).slice(2)}`;
+  process.env['TINTYPE_TEST_SECRET'] = secret;
+  t.teardown(() => delete process.env['TINTYPE_TEST_SECRET']);
+  const g = await startGuard(t);
+  const lines: string[] = [];
+  // A browser per render: the relaunch must not say it again.
+  const pool = await startPool(t, inProcess(g), { config: { isolation: 'pod', recycleAfterRenders: 1 }, lines });
+  // Read while the render runs: the browser serving it is alive then.
+  const seen = (page: Page) => {
+    const chromium = chromiumPid(launchedPid(page));
+    return { launched: launchedPid(page), args: cmdline(chromium), environ: readFileSync(`/proc/${chromium}/environ`, 'utf8').split('\0') };
+  };
+  const first = (await pool.render(job(async (page) => seen(page)))).value;
+  let second = first;
+  await until(async () => {
+    second = (await pool.render(job(async (page) => seen(page)))).value;
+    return second.launched !== first.launched;
+  });
+  const { environ, args } = second;
+  t.notOk(environ.some((e) => e.startsWith('TINTYPE_TEST_SECRET=') || e.includes(secret)), 'the variable is not in its environment');
+  t.notOk(environ.some((e) => /^(TINTYPE_|OTEL_|DATABASE_URL=|REDIS_URL=|GUARD_)/.test(e)), "nor any of the service's kinds");
+  const warnings = lines.map((l) => JSON.parse(l) as { event: string; detail?: string }).filter((l) => l.event === 'browser.sandbox_off');
+  if (process.getuid?.() === 0) {
+    t.equal(warnings.length, 1, 'as root its sandbox cannot be had: said once, over two launches');
+    t.match(warnings[0]?.detail, /root/, 'naming why');
+    t.ok(args.includes('--no-sandbox'));
+  } else {
+    t.same(warnings, [], 'not root: nothing to say where the sandbox runs');
+  }
 });
