@@ -7,6 +7,7 @@ t.test('defaults follow README "Settings"', async (t) => {
   t.equal(c.renderTimeoutMs, 30_000);
   t.equal(c.maxOutputBytes, 26_214_400);
   t.equal(c.isolation, 'netns');
+  t.equal(c.chromiumUid, 10_999);
   t.equal(c.databaseUrl, undefined);
   t.same(c.guardAllowCidrs, []);
   t.ok(Object.isFrozen(c));
@@ -21,6 +22,7 @@ t.test('bad values stop with a message naming the variable', async (t) => {
     ['isolation unknown', { TINTYPE_ISOLATION: 'vm' }, /TINTYPE_ISOLATION must be one of netns, pod/],
     ['database url not postgres', { DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
     ['redis url garbage', { REDIS_URL: 'not a url' }, /REDIS_URL/],
+    ['chromium uid root', { TINTYPE_CHROMIUM_UID: '0' }, /TINTYPE_CHROMIUM_UID/],
   ];
   for (const [name, env, message] of rows) {
     t.throws(() => loadConfig(env), message, name);
