@@ -43,7 +43,7 @@ function under(p: string, dir: string): boolean {
 function shareLines(mount: string, chromiumPath: string): string[] {
   const lines: string[] = [];
   const bind = (p: string): void => {
-    lines.push(`mkdir -p "$R"${sh(p)}`, `${sh(mount)} --rbind -o ro ${sh(p)} "$R"${sh(p)}`);
+    lines.push(`mkdir -p "$R"${sh(p)}`, `${sh(mount)} --rbind -o ro,nosuid,nodev ${sh(p)} "$R"${sh(p)}`);
   };
   for (const p of SHARED) {
     let stat;

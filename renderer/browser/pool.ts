@@ -4,6 +4,7 @@
  * through its lane relay to the guard, and a supervisor that replaces the browser after N
  * renders, past a memory bound, or when it crashes. Nothing renders until the self-test passed.
  */
+import os from 'node:os';
 import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import puppeteer from 'puppeteer-core';
 import { addTally, emptyTally, type RenderTally } from '../../lib/guard-contract.ts';
@@ -11,7 +12,6 @@ import { ServiceError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Counter } from '../../lib/metrics.ts';
 import type { GuardState } from '../../lib/state-contract.ts';
-import os from 'node:os';
 import { DEFAULT_CHROMIUM_UID } from '../../lib/config.ts';
 import { chromiumArgs, chromiumExecutable, isHeadlessShell } from './chromium.ts';
 import { chromiumEnvironment } from './chromium-env.ts';
