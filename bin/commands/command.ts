@@ -1,14 +1,58 @@
-/** What each subcommand module exports: a one-line summary and an entry point. */
+/** What each subcommand module exports: a one-line summary, its --help text and an entry point. */
 export interface Command {
   summary: string;
+  /** What `tintype <command> --help` prints: synopsis, options, the settings it reads. */
+  help: string;
   /** Runs the role; resolves with an exit code, or never for long-running servers. */
   run(args: string[]): Promise<number | void>;
 }
 
+/** Bad command-line input: one line on stderr, exit status 2, nothing on stdout. */
+export class CommandLineError extends Error {
+  override name = 'CommandLineError';
+}
+
+/** The --help text of a command, in the one layout every command uses. */
+export function helpText(o: { synopsis: string[]; about: string; options?: Array<[string, string]>; settings: string[] }): string {
+  const options: Array<[string, string]> = [...(o.options ?? []), ['-h, --help', 'print this text and exit']];
+  const width = Math.max(...options.map(([flag]) => flag.length));
+  return [
+    ...o.synopsis.map((s, i) => `${i === 0 ? 'usage:' : '      '} ${s}`),
+    '',
+    ...wrap(o.about, 96),
+    '',
+    'options:',
+    ...options.map(([flag, what]) => `  ${flag.padEnd(width)}  ${what}`),
+    '',
+    'settings (environment variables; README "Settings"):',
+    ...(o.settings.length === 0 ? ['  none'] : wrap(o.settings.join(', '), 96).map((l) => `  ${l}`)),
+    '',
+  ].join('\n');
+}
+
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === '' ? word : `${line} ${word}`;
+  }
+  if (line !== '') lines.push(line);
+  return lines;
+}
+
+/** Whether the arguments ask for help. */
+export function wantsHelp(args: readonly string[]): boolean {
+  return args.includes('--help') || args.includes('-h');
+}
+
 /** A subcommand whose role is not built yet: says so and exits non-zero. */
-export function notBuilt(summary: string): Command {
+export function notBuilt(name: string, summary: string): Command {
   return {
     summary: `${summary} (not built yet)`,
+    help: helpText({ synopsis: [`tintype ${name}`], about: `${summary}: not built yet; it exits with status 3.`, settings: [] }),
     async run() {
       process.stderr.write(`tintype: this command is not built yet: ${summary}\n`);
       return 3;

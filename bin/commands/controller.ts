@@ -13,7 +13,7 @@ import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { createController, createKubeApi, httpStateReader, loadKubeConfig } from '../../controller/index.ts';
-import { waitForStopSignal, type Command } from './command.ts';
+import { helpText, waitForStopSignal, type Command } from './command.ts';
 
 /** Admin port of `tintype controller`: metrics and /healthz/*. */
 export const CONTROLLER_ADMIN_PORT = 9083;
@@ -22,6 +22,14 @@ const STATE_TIMEOUT_MS = 2_000;
 
 export const controllerCommand: Command = {
   summary: 'the Kubernetes operator: scales RenderPools on render slots and reports their state',
+  help: helpText({
+    synopsis: ['tintype controller'],
+    about: 'The Kubernetes operator: watches RenderPools in TINTYPE_CONTROLLER_NAMESPACE (default: its own), scales their ' +
+      'renderers on render slots and reports their state; one replica leads through a Lease. Credentials from KUBECONFIG ' +
+      'outside a cluster, the service account inside. Metrics and probes on the admin port (TINTYPE_ADMIN_PORT, 9083).',
+    settings: ['TINTYPE_ADMIN_PORT', 'TINTYPE_CONTROLLER_NAMESPACE', 'TINTYPE_CONTROLLER_POLL_MS', 'POD_NAMESPACE', 'POD_NAME',
+      'KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'TINTYPE_LOG_LEVEL'],
+  }),
   async run() {
     const config = loadConfig();
     const logger = createLogger('controller', { level: config.logLevel });

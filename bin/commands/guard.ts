@@ -8,7 +8,7 @@ import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { createGuard, guardSettings } from '../../guard/index.ts';
-import { waitForStopSignal, type Command } from './command.ts';
+import { helpText, waitForStopSignal, type Command } from './command.ts';
 
 /** Proxy port of `tintype guard` (docs/architecture.md §1) and its admin port. */
 export const GUARD_PORT = 3128;
@@ -16,6 +16,11 @@ export const GUARD_ADMIN_PORT = 9128;
 
 export const guardCommand: Command = {
   summary: 'the egress guard (forward proxy) on its own',
+  help: helpText({
+    synopsis: ['tintype guard'],
+    about: 'The egress guard (forward proxy) on PORT (3128) and/or GUARD_SOCKET; metrics and probes on the admin port (TINTYPE_ADMIN_PORT, 9128).',
+    settings: ['PORT', 'TINTYPE_ADMIN_PORT', 'GUARD_SOCKET', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'TINTYPE_LOG_LEVEL'],
+  }),
   async run() {
     const config = loadConfig();
     const logger = createLogger('guard', { level: config.logLevel });

@@ -6,6 +6,7 @@ import { keysCommand } from './keys.ts';
 import { policyCommand } from './policy.ts';
 import { rendererCommand } from './renderer.ts';
 import { startCommand } from './start.ts';
+import { usageCommand } from './usage.ts';
 
 export const commands: Record<string, Command> = {
   start: startCommand,
@@ -14,4 +15,5 @@ export const commands: Record<string, Command> = {
   guard: guardCommand,
   controller: controllerCommand,
   keys: keysCommand,
+  usage: usageCommand,
 };

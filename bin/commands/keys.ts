@@ -1,18 +1,34 @@
 /**
  * `tintype keys create --plan P [--name N]` / `list` / `revoke ID` (docs/architecture.md §1). `create`
- * prints the secret once; nothing else ever shows it. Wiring only: the work is in policy/keys.ts.
+ * prints the secret once; nothing else ever shows it. `list` adds each key's metered calls and
+ * remaining quota this UTC month, the figures `tintype usage` reports. Wiring only: the work is
+ * in policy/keys.ts and policy/usage-*.ts.
  */
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../../lib/config.ts';
+import { monthOf } from '../../policy/calendar.ts';
 import { createKey, listKeys, revokeKey } from '../../policy/keys.ts';
 import { loadPlans } from '../../policy/plans.ts';
 import { openStore } from '../../policy/store/open.ts';
-import type { Command } from './command.ts';
+import { openUsageReader, readUsage } from '../../policy/usage-reader.ts';
+import { helpText, type Command } from './command.ts';
 
 const USAGE = 'usage: tintype keys create --plan P [--name N] | list | revoke ID';
 
 export const keysCommand: Command = {
   summary: 'key admin: create --plan P | list | revoke ID',
+  help: helpText({
+    synopsis: ['tintype keys create --plan P [--name N]', 'tintype keys list', 'tintype keys revoke ID'],
+    about: 'create prints the new key\'s id, plan, name and secret; the secret is shown once and only its hash is stored. ' +
+      'list prints, tab-separated: id, name, plan, created, revoked, and this UTC month\'s metered calls and remaining quota ' +
+      '(as tintype usage reports them); never a secret. revoke refuses the key from its next request; exit 1 when there is no ' +
+      'such active key. Works while policy runs.',
+    options: [
+      ['--plan P', 'create: the plan (free, starter, pro, scale, or one of TINTYPE_PLANS)'],
+      ['--name N', 'create: a name, at most 100 printable ASCII characters'],
+    ],
+    settings: ['DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_PLANS'],
+  }),
   async run(args) {
     const [action, ...rest] = args;
     if (action !== 'create' && action !== 'list' && action !== 'revoke') {
@@ -40,11 +56,17 @@ export const keysCommand: Command = {
         return 0;
       }
       if (action === 'list') {
-        process.stdout.write('id\tname\tplan\tcreated\trevoked\n');
-        for (const k of await listKeys(store)) {
+        const keys = await listKeys(store);
+        const reader = openUsageReader(config);
+        const month = await readUsage(reader, plans, monthOf(Date.now()), { everyKey: true }).finally(() => reader.close());
+        const figures = new Map(month.keys.map((k) => [k.keyId, k]));
+        const lines = ['id\tname\tplan\tcreated\trevoked\tmetered\tremaining'];
+        for (const k of keys) {
           const revoked = k.revokedAt === null ? '-' : new Date(k.revokedAt).toISOString();
-          process.stdout.write(`${k.id}\t${k.name || '-'}\t${k.plan}\t${new Date(k.createdAt).toISOString()}\t${revoked}\n`);
+          const f = figures.get(k.id);
+          lines.push(`${k.id}\t${k.name || '-'}\t${k.plan}\t${new Date(k.createdAt).toISOString()}\t${revoked}\t${f?.metered ?? 0}\t${f?.remaining ?? '-'}`);
         }
+        process.stdout.write(lines.join('\n') + '\n');
         return 0;
       }
       const id = positionals[0];

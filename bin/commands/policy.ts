@@ -1,29 +1,56 @@
 /** `tintype policy`: the ext_authz and settle service for Envoy (docs/architecture.md §1). Wiring only. */
 import { loadConfig } from '../../lib/config.ts';
+import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { startTelemetry } from '../../lib/telemetry.ts';
+import { POLICY_ADMIN_PORT, createPolicyAdmin } from '../../policy/admin.ts';
+import { systemClock } from '../../policy/calendar.ts';
 import { createPolicyServer } from '../../policy/server.ts';
-import { waitForStopSignal, type Command } from './command.ts';
+import { usageHandler } from '../../policy/usage-http.ts';
+import { openUsageReader } from '../../policy/usage-reader.ts';
+import { helpText, waitForStopSignal, type Command } from './command.ts';
 
 export const policyCommand: Command = {
   summary: 'ext_authz and settle service for Envoy',
+  help: helpText({
+    synopsis: ['tintype policy'],
+    about: 'The ext_authz and settle service for Envoy on PORT (8081); metrics, probes and the usage report (GET /usage) on the admin port (TINTYPE_ADMIN_PORT, 9081). SIGTERM or SIGINT stops it.',
+    settings: ['PORT', 'TINTYPE_ADMIN_PORT', 'DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_PLANS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LEASE_GRACE_MS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
+  }),
   async run() {
     const config = loadConfig();
     const logger = createLogger('policy', { level: config.logLevel });
     // Before the server exists, so its `authz` and `settle` spans are exported (README "Telemetry");
     // a no-op without OTEL_EXPORTER_OTLP_ENDPOINT.
     const telemetry = startTelemetry(config, 'policy');
-    const server = createPolicyServer({ config, logger, registry: new Registry() });
+    const registry = new Registry();
+    const server = createPolicyServer({ config, logger, registry });
+    // Prometheus, the kubelet and operators reach the admin port over the network; the usage
+    // report is served there only, never on the port Envoy and the renderers call.
+    const admin = createPolicyAdmin({
+      host: ANY_ADDRESS,
+      port: config.adminPort ?? POLICY_ADMIN_PORT,
+      registry,
+      ready: async () => server.healthy() && (await server.store.ping().then(() => true, () => false)),
+      usage: usageHandler({ reader: openUsageReader(config), plans: server.plans, clock: systemClock, logger }),
+    });
     try {
       await server.start();
+      try {
+        await admin.start();
+      } catch (err) {
+        await server.stop();
+        throw err;
+      }
     } catch (err) {
       await telemetry.shutdown().catch(() => {});
       throw err;
     }
-    logger.info('listening', { port: server.address().port, store: server.store.kind, tracing: telemetry.enabled });
+    logger.info('listening', { port: server.address().port, admin_port: admin.address().port, store: server.store.kind, tracing: telemetry.enabled });
     const signal = await waitForStopSignal();
     await server.stop(signal);
+    await admin.stop();
     // Flushes the spans of the last checks and settles before the process ends.
     await telemetry.shutdown().catch((err: unknown) => {
       logger.warn('telemetry_shutdown_failed', { message: err instanceof Error ? err.message : String(err) });

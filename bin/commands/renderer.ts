@@ -24,7 +24,7 @@ import { createRenderCache } from '../../renderer/cache/index.ts';
 import { createOgDrawer } from '../../renderer/og/index.ts';
 import type { UrlJudge } from '../../renderer/operations/index.ts';
 import { createRendererServer, type RendererServer } from '../../renderer/server/index.ts';
-import { waitForStopSignal, type Command } from './command.ts';
+import { helpText, waitForStopSignal, type Command } from './command.ts';
 
 /** A running renderer role: server, Chromium pool, OG threads, cache and (unless GUARD_URL) its own guard. */
 export interface RendererRole extends Lifecycle {
@@ -131,6 +131,11 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
 
 export const rendererCommand: Command = {
   summary: 'the renderer server (screenshot, html-to-image, pdf, og) with its Chromium pool',
+  help: helpText({
+    synopsis: ['tintype renderer'],
+    about: 'The renderer server (screenshot, html-to-image, pdf, og) on PORT (8082), reachable from the edge only; metrics and probes on the admin port (TINTYPE_ADMIN_PORT, 9082). Leases settle to TINTYPE_POLICY_URL. SIGTERM lets renders in flight finish, then stops.',
+    settings: ['PORT', 'TINTYPE_ADMIN_PORT', 'TINTYPE_DATA_DIR', 'REDIS_URL', 'TINTYPE_CACHE_MAX_BYTES', 'CHROMIUM_PATH', 'TINTYPE_SLOTS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_MAX_OUTPUT_BYTES', 'TINTYPE_RECYCLE_AFTER_RENDERS', 'TINTYPE_BROWSER_MAX_RSS_MB', 'TINTYPE_ISOLATION', 'TINTYPE_OG_THREADS', 'TINTYPE_OG_QUEUE', 'TINTYPE_POLICY_URL', 'GUARD_URL', 'GUARD_SOCKET', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
+  }),
   async run() {
     const config = loadConfig();
     const logger = createLogger('renderer', { level: config.logLevel });

@@ -14,6 +14,8 @@ export interface AdminOptions {
   registries: readonly Registry[];
   /** Readiness: every role started and healthy. Liveness is the process answering. */
   ready: () => boolean;
+  /** Further admin-only paths and their handlers (policy's `/usage` in `tintype start`). */
+  routes?: Readonly<Record<string, http.RequestListener>>;
 }
 
 export interface AdminServer extends Lifecycle {
@@ -22,7 +24,9 @@ export interface AdminServer extends Lifecycle {
 
 export function createAdminServer(options: AdminOptions): AdminServer {
   const server = http.createServer((req, res) => {
-    const path = (req.url ?? '/').split('?', 1)[0];
+    const path = (req.url ?? '/').split('?', 1)[0]!;
+    const route = options.routes !== undefined && Object.hasOwn(options.routes, path) ? options.routes[path] : undefined;
+    if (route !== undefined) return route(req, res);
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET' }).end();
       return;

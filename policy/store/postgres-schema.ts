@@ -217,4 +217,15 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
       $fn$;
     `,
   },
+  {
+    // `tintype usage` reads a key's month as one range of this index (README "Reading usage");
+    // it replaces usage_key_month, whose prefix it keeps. IF NOT EXISTS: an operator with a
+    // large ledger builds it first with CREATE INDEX CONCURRENTLY under this name, so the
+    // migration does not block the ledger's writes while it builds.
+    version: 4,
+    sql: `
+      CREATE INDEX IF NOT EXISTS usage_key_month_tally ON usage (key_id, month, operation, status, error, cache, metered, outcome);
+      DROP INDEX IF EXISTS usage_key_month;
+    `,
+  },
 ];

@@ -131,6 +131,17 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       CREATE INDEX IF NOT EXISTS closed_leases_age ON closed_leases (closed_at);
     `,
   },
+  {
+    // `tintype usage` reads a key's month as one range of this index and never the table
+    // (README "Reading usage"); it replaces usage_key_month, whose prefix it keeps. Building it
+    // on a large ledger holds the write lock for the build: see the README for an upgrade
+    // that builds it ahead.
+    version: 4,
+    sql: `
+      CREATE INDEX IF NOT EXISTS usage_key_month_tally ON usage (key_id, month, operation, status, error, cache, metered, outcome);
+      DROP INDEX IF EXISTS usage_key_month;
+    `,
+  },
 ];
 
 /**
