@@ -40,7 +40,8 @@ const KEY_ID = /^key_[A-Za-z0-9_-]{1,60}$/;
 
 /** Validates the form of a key id before any store is asked; throws UsageInputError. */
 export function parseKeyId(text: string): string {
-  if (!KEY_ID.test(text)) throw new UsageInputError(`unknown key id "${text.slice(0, 80)}" (see tintype keys list)`, 'unknown_key');
+  // Not echoed: what was typed may be a secret pasted in the wrong place.
+  if (!KEY_ID.test(text)) throw new UsageInputError('unknown key id: a key id is key_ followed by 12 characters (see tintype keys list)', 'unknown_key');
   return text;
 }
 

@@ -38,6 +38,8 @@ export function runTintype(args: string[], env: Record<string, string>): Promise
 /** A running `tintype policy`. */
 export interface PolicyProcess {
   port: number;
+  /** The admin listener (metrics, probes, /usage). */
+  adminPort: number;
   pid: number;
   /** Everything the process wrote so far, stdout and stderr. */
   output(): string;
@@ -47,7 +49,7 @@ export interface PolicyProcess {
 
 /** Starts `bin/tintype policy` on a free port and waits for its `listening` line. */
 export function startPolicyProcess(env: Record<string, string>): Promise<PolicyProcess> {
-  const child: ChildProcess = spawn(...command(['policy']), { env: childEnv({ PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(...command(['policy']), { env: childEnv({ PORT: '0', TINTYPE_ADMIN_PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let pending = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -65,7 +67,7 @@ export function startPolicyProcess(env: Record<string, string>): Promise<PolicyP
       while ((nl = pending.indexOf('\n')) >= 0) {
         const line = pending.slice(0, nl);
         pending = pending.slice(nl + 1);
-        let entry: { event?: string; port?: number } | undefined;
+        let entry: { event?: string; port?: number; admin_port?: number } | undefined;
         try {
           entry = JSON.parse(line);
         } catch {
@@ -75,6 +77,7 @@ export function startPolicyProcess(env: Record<string, string>): Promise<PolicyP
           child.off('exit', early);
           resolve({
             port: entry.port,
+            adminPort: entry.admin_port ?? 0,
             pid: child.pid!,
             output: () => out,
             async kill(signal) {

@@ -1,0 +1,242 @@
+/**
+ * How long the usage report takes on a month of 1 and 10 million ledger records, on SQLite and
+ * on PostgreSQL (README "Reading usage"). Measured as `tintype usage` reads: the report's own
+ * reader (a read-only connection, one read transaction, each key's month one range of the
+ * usage_key_month_tally index), then the fold; the process start of the command is left out.
+ * Baseline in the same run, on the same database: the query one would write by hand without
+ * the command, one GROUP BY over the month.
+ *
+ * The ledger is written in bulk, not through policy: SQLite from a recursive CTE in one
+ * transaction, PostgreSQL from generate_series into an unlogged table with foreign keys off; the
+ * tally index is dropped while rows go in and built after, then PostgreSQL is vacuumed as
+ * autovacuum would (so index-only scans need no heap visits). 5% more records go to the month
+ * before, so the month is a part of the ledger and not all of it.
+ *
+ * `npm run bench -- usage [--sizes 1000000,10000000] [--keys 1000] [--stores sqlite,postgres]`
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { BUILT_IN_PLANS } from '../policy/plans.ts';
+import { openPostgresStore } from '../policy/store/postgres.ts';
+import { openSqliteStore } from '../policy/store/sqlite.ts';
+import { postgresUsageReader } from '../policy/usage-postgres.ts';
+import type { UsageReader } from '../policy/usage-reader.ts';
+import { readUsage } from '../policy/usage-reader.ts';
+import { sqliteUsageReader } from '../policy/usage-sqlite.ts';
+import { printMachine, round2 } from './machine.ts';
+
+const { values: opts } = parseArgs({
+  args: process.argv.slice(3),
+  options: {
+    sizes: { type: 'string', default: '1000000,10000000' },
+    keys: { type: 'string', default: '1000' },
+    stores: { type: 'string', default: 'sqlite,postgres' },
+    runs: { type: 'string', default: '2' },
+  },
+});
+const SIZES = opts.sizes.split(',').map(Number).sort((a, b) => a - b);
+const KEYS = Number(opts.keys);
+const STORES = opts.stores.split(',') as Array<'sqlite' | 'postgres'>;
+const RUNS = Number(opts.runs);
+const MONTH = '2026-08';
+const BEFORE = '2026-07';
+const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** `1m`, `10m`, `20k`: the size in a figure's name. */
+const label = (n: number): string => (n >= 1e6 ? `${n / 1e6}m` : `${n / 1e3}k`);
+
+/** How each store spells the two expressions the seed needs. */
+interface Dialect {
+  /** `prefix` then `v` zero-padded to `width` digits. */
+  pad(prefix: string, width: number, v: string): string;
+  /** A NOT NULL boolean column from a condition that may be NULL. */
+  flag(condition: string): string;
+}
+
+/**
+ * The select list of one seeded record `i` (an integer expression), the same on both stores: key
+ * i mod KEYS, then operation, status, error and cache varied independently, in about the
+ * proportions of a busy service (90% 200, of which half cache hits; some 422, 499, 502, 504,
+ * unsettled).
+ */
+function recordSql(d: Dialect, i: string, month: string, leasePrefix: string): string {
+  const op = `((${i} / ${KEYS}) % 5)`;
+  const p = `((${i} / ${KEYS * 5}) % 100)`;
+  const status = `(CASE WHEN ${p} < 90 THEN 200 WHEN ${p} < 93 THEN 422 WHEN ${p} < 95 THEN 502 WHEN ${p} < 97 THEN 504 WHEN ${p} < 98 THEN 499 END)`;
+  return `${d.pad(leasePrefix, 11, i)}, ${d.pad('key_', 12, `${i} % ${KEYS}`)},
+    CASE ${op} WHEN 0 THEN 'ping' WHEN 1 THEN 'screenshot' WHEN 2 THEN 'html-to-image' WHEN 3 THEN 'pdf' ELSE 'og' END,
+    '${month}', ${status},
+    CASE ${status} WHEN 422 THEN 'url_rejected' WHEN 502 THEN 'render_failed' WHEN 504 THEN 'render_timeout' END,
+    CASE WHEN ${status} = 200 AND ${op} <> 0 THEN (CASE WHEN ${p} % 2 = 1 THEN 'hit' ELSE 'miss' END) END,
+    ${d.flag(`${status} IN (200, 502, 504)`)}, CASE WHEN ${status} IS NULL THEN 'unsettled' ELSE 'settled' END, 0, 0`;
+}
+
+const USAGE_COLUMNS = 'lease_id, key_id, operation, month, status, error, cache, metered, outcome, checked_at, recorded_at';
+
+interface Home {
+  reader: UsageReader;
+  /** Adds records numbered [from, to) to the month, and 5% as many to the month before. */
+  seed(from: number, to: number): Promise<void>;
+  /** The hand-written query: one GROUP BY over the month. Answers its row count. */
+  baseline(): Promise<number>;
+  drop(): Promise<void>;
+}
+
+async function sqliteHome(dir: string): Promise<Home> {
+  const data = path.join(dir, 'sqlite');
+  const store = openSqliteStore({ dataDir: data, backgroundCheckpoints: false });
+  await store.migrate();
+  await store.close();
+  const db = new Database(path.join(data, 'policy.sqlite'));
+  db.pragma('synchronous = OFF');
+  db.pragma('cache_size = -262144');
+  db.exec(`WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < ${KEYS - 1})
+    INSERT INTO api_keys SELECT printf('key_%012d', i), 'h' || i, '', 'pro', 0, NULL FROM k`);
+  const dialect: Dialect = { pad: (prefix, w, v) => `printf('${prefix}%0${w}d', ${v})`, flag: (c) => `coalesce(${c}, 0)` };
+  const insert = (from: number, to: number, month: string, prefix: string): void => {
+    if (to <= from) return;
+    db.exec(`WITH RECURSIVE c(i) AS (SELECT ${from} UNION ALL SELECT i + 1 FROM c WHERE i < ${to - 1})
+      INSERT INTO usage (${USAGE_COLUMNS}) SELECT ${recordSql(dialect, 'i', month, prefix)} FROM c`);
+  };
+  return {
+    reader: sqliteUsageReader(data),
+    async seed(from, to) {
+      db.exec('DROP INDEX IF EXISTS usage_key_month_tally');
+      db.transaction(() => {
+        insert(from, to, MONTH, 'b');
+        insert(Math.floor(from / 20), Math.floor(to / 20), BEFORE, 'a');
+      })();
+      db.exec('CREATE INDEX usage_key_month_tally ON usage (key_id, month, operation, status, error, cache, metered, outcome)');
+      db.pragma('wal_checkpoint(TRUNCATE)');
+    },
+    async baseline() {
+      const ro = new Database(path.join(data, 'policy.sqlite'), { readonly: true });
+      try {
+        return ro.prepare('SELECT key_id, operation, status, error, cache, metered, outcome, count(*) AS n FROM usage WHERE month = ? ' +
+          'GROUP BY key_id, operation, status, error, cache, metered, outcome').all(MONTH).length;
+      } finally {
+        ro.close();
+      }
+    },
+    async drop() {
+      db.close();
+    },
+  };
+}
+
+async function postgresHome(): Promise<Home> {
+  const name = `tintype_bench_usage_${process.pid}_${randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = `postgres://postgres@127.0.0.1:5432/${name}`;
+  const store = openPostgresStore({ url, poolSize: 1 });
+  await store.migrate();
+  await store.close();
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  // Bulk load only: foreign keys off for this session, no WAL for the ledger table.
+  await c.query('SET session_replication_role = replica');
+  await c.query(`SET maintenance_work_mem = '256MB'`);
+  await c.query('ALTER TABLE usage SET UNLOGGED');
+  await c.query(`INSERT INTO api_keys SELECT format('key_%s', lpad(i::text, 12, '0')), 'h' || i, '', 'pro', 0, NULL FROM generate_series(0, ${KEYS - 1}) i`);
+  const dialect: Dialect = { pad: (prefix, w, v) => `'${prefix}' || lpad((${v})::text, ${w}, '0')`, flag: (c) => `coalesce(${c}, false)` };
+  const insert = async (from: number, to: number, month: string, prefix: string): Promise<void> => {
+    if (to <= from) return;
+    await c.query(`INSERT INTO usage (${USAGE_COLUMNS})
+      SELECT ${recordSql(dialect, 'i', month, prefix)} FROM generate_series(${from}::bigint, ${to - 1}) i`);
+  };
+  return {
+    reader: postgresUsageReader(url),
+    async seed(from, to) {
+      await c.query('DROP INDEX IF EXISTS usage_key_month_tally');
+      await insert(from, to, MONTH, 'b');
+      await insert(Math.floor(from / 20), Math.floor(to / 20), BEFORE, 'a');
+      await c.query('CREATE INDEX usage_key_month_tally ON usage (key_id, month, operation, status, error, cache, metered, outcome)');
+      await c.query('VACUUM ANALYZE usage');
+    },
+    async baseline() {
+      const r = await c.query('SELECT key_id, operation, status, error, cache, metered, outcome, count(*) AS n FROM usage WHERE month = $1 ' +
+        'GROUP BY key_id, operation, status, error, cache, metered, outcome', [MONTH]);
+      return r.rowCount ?? 0;
+    },
+    async drop() {
+      await c.end();
+      const a = new pg.Client({ connectionString: PG_ADMIN_URL });
+      await a.connect();
+      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await a.end();
+    },
+  };
+}
+
+interface Timing {
+  ms: number;
+  /** CPU of this process (all threads) during the best run: SQLite's reading is here, PostgreSQL's in the server. */
+  cpuMs: number;
+}
+
+/** Best of RUNS: the machine is shared, and the least disturbed run is the closest to the cost. */
+async function best(fn: () => Promise<unknown>): Promise<Timing> {
+  let out: Timing = { ms: Infinity, cpuMs: 0 };
+  for (let i = 0; i < RUNS; i++) {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    await fn();
+    const ms = performance.now() - t0;
+    const c = process.cpuUsage(c0);
+    if (ms < out.ms) out = { ms: round2(ms), cpuMs: round2((c.user + c.system) / 1000) };
+  }
+  return out;
+}
+
+printMachine();
+const load = os.loadavg()[0]!;
+console.log(`load average at start: ${load.toFixed(2)}; ${KEYS} keys; best of ${RUNS} runs per figure; month ${MONTH} plus 5% in ${BEFORE}`);
+const figures: Record<string, number | string> = {};
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-usage-'));
+try {
+  for (const kind of STORES) {
+    const home = kind === 'sqlite' ? await sqliteHome(dir) : await postgresHome();
+    try {
+      let seeded = 0;
+      for (const size of SIZES) {
+        const t0 = performance.now();
+        await home.seed(seeded, size);
+        seeded = size;
+        const seedS = round2((performance.now() - t0) / 1000);
+        let metered = 0;
+        const report = await best(async () => {
+          const r = await readUsage(home.reader, BUILT_IN_PLANS, MONTH);
+          metered = r.totals.metered;
+          if (r.totals.records !== size) throw new Error(`the report counted ${r.totals.records} records, not ${size}`);
+        });
+        const base = await best(() => home.baseline());
+        console.log(`${kind.padEnd(8)} ${label(size).padStart(4)} records: report ${report.ms} ms (this process's CPU ${report.cpuMs} ms), ` +
+          `hand-written GROUP BY ${base.ms} ms; seeded in ${seedS} s; ${metered} metered`);
+        figures[`${kind}_${label(size)}_ms`] = report.ms;
+        figures[`${kind}_${label(size)}_cpu_ms`] = report.cpuMs;
+        figures[`baseline_${kind}_${label(size)}_ms`] = base.ms;
+        figures[`${kind}_${label(size)}_seed_s`] = seedS;
+      }
+    } finally {
+      await home.drop();
+    }
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log(JSON.stringify({
+  bench: 'usage',
+  keys: KEYS,
+  sizes: SIZES,
+  ...figures,
+  baseline: 'one hand-written GROUP BY over the month, same database, same run',
+  load_average: round2(load),
+}));

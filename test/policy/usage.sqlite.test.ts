@@ -1,0 +1,4 @@
+import t from 'tap';
+import { usageSuite } from './usage-suite.ts';
+
+usageSuite(t, 'sqlite');
