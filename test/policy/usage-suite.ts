@@ -8,6 +8,9 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Test } from 'tap';
+import { CommandLineError } from '../../bin/commands/command.ts';
+import { usageCommand } from '../../bin/commands/usage.ts';
+import { loadConfig } from '../../lib/config.ts';
 import type { Operation } from '../../lib/policy-contract.ts';
 import { createPolicy, type Policy } from '../../policy/authorize.ts';
 import { monthOf } from '../../policy/calendar.ts';
@@ -15,6 +18,7 @@ import { createKey } from '../../policy/keys.ts';
 import { BUILT_IN_PLANS, type Plans } from '../../policy/plans.ts';
 import type { PolicyStore } from '../../policy/store/store.ts';
 import { CSV_COLUMNS } from '../../policy/usage-format.ts';
+import { openUsageReader, readUsage } from '../../policy/usage-reader.ts';
 import type { UsageReport } from '../../policy/usage-report.ts';
 import { request } from './http.ts';
 import { runTintype, startPolicyProcess } from './process.ts';
@@ -351,12 +355,10 @@ export function usageSuite(t: Test, kind: StoreKind): void {
 
   t.test('bad input: one line on stderr, exit 2, nothing on stdout', async (t) => {
     const s = await seed(t, kind);
+    // The program as operators run it: the exit status and every byte it writes.
     const rows: Array<[string, string[], RegExp]> = [
       ['month 13', ['--month', '2026-13'], /--month must be a UTC month as YYYY-MM/],
       ['unknown key', ['--key', 'key_nobodyatall'], /unknown key id "key_nobodyatall"/],
-      ['not a key id', ['--key', 'sk_secretish'], /unknown key id: a key id is key_/],
-      ['unknown format', ['--format', 'xml'], /--format must be one of table, csv, json/],
-      ['unknown option', ['--months', '2026-08'], /Unknown option '--months'/],
     ];
     for (const [name, args, message] of rows) {
       const r = await runTintype(['usage', ...args], s.env);
@@ -364,17 +366,42 @@ export function usageSuite(t: Test, kind: StoreKind): void {
       t.equal(r.stdout, '', `${name}: nothing written`);
       t.match(r.stderr, message, name);
       t.match(r.stderr, /^tintype usage: [^\n]+\n$/, `${name}: one line`);
-      t.notOk(r.stderr.includes('secretish'), `${name}: a malformed key id is not echoed`);
     }
+    // The rest through the command itself, in this process: what bin/tintype turns into exit 2.
+    const more: Array<[string, string[], RegExp]> = [
+      ['not a key id', ['--key', 'sk_secretish'], /^unknown key id: a key id is key_/],
+      ['unknown format', ['--format', 'xml'], /^--format must be one of table, csv, json/],
+      ['unknown option', ['--months', '2026-08'], /^Unknown option '--months'/],
+      ['missing value', ['--month'], /argument missing/],
+      ['positional', ['2026-08'], /^Unexpected argument/],
+    ];
+    const env = { ...process.env };
+    Object.assign(process.env, s.env);
+    const write = process.stdout.write;
+    let written = '';
+    process.stdout.write = ((chunk: string) => ((written += chunk), true)) as typeof process.stdout.write;
+    try {
+      for (const [name, args, message] of more) {
+        const err = await usageCommand.run(args).then(() => undefined, (e: unknown) => e as Error & { code?: string });
+        t.ok(err instanceof CommandLineError || err?.code?.startsWith('ERR_PARSE_ARGS'), `${name}: a command-line error (exit 2)`);
+        t.match(err?.message, message, name);
+        t.notOk(err?.message.includes('secretish'), `${name}: a malformed key id is not echoed`);
+      }
+    } finally {
+      process.stdout.write = write;
+      process.env = env;
+    }
+    t.equal(written, '', 'nothing written');
   });
 
   t.test('reads while a writer holds its locks', async (t) => {
     const s = await seed(t, kind);
     const release = await holdWriteLocks(s.home, s.ids.A);
     try {
-      const r = await runTintype(['usage', '--month', '2026-08', '--key', s.ids.A, '--format', 'csv'], s.env);
-      t.equal(r.code, 0, r.stderr);
-      t.match(r.stdout, new RegExp(`^2026-08,${s.ids.A},`, 'm'), 'the report read past the open write transaction');
+      const reader = openUsageReader(loadConfig(s.env));
+      const report = await readUsage(reader, PLANS, '2026-08', { keyId: s.ids.A });
+      await reader.close();
+      t.equal(report.keys[0]?.metered, 9, 'the report read past the open write transaction');
     } finally {
       await release();
     }

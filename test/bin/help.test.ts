@@ -1,0 +1,27 @@
+/**
+ * Every command answers --help: its synopsis, its options and the settings it reads, on stdout,
+ * exit status 0, without starting anything (README "Commands").
+ */
+import t from 'tap';
+import { commands } from '../../bin/commands/index.ts';
+import { runTintype } from '../policy/process.ts';
+
+t.test('each command has a help text with synopsis, options and settings', async (t) => {
+  for (const [name, c] of Object.entries(commands)) {
+    t.match(c.help, new RegExp(`^usage: tintype ${name}\\b`), `${name}: synopsis first`);
+    t.match(c.help, /\noptions:\n {2}/, `${name}: options`);
+    t.match(c.help, /-h, --help/, `${name}: -h and --help`);
+    t.match(c.help, /\nsettings \(environment variables; README "Settings"\):\n {2}\S/, `${name}: the settings it reads`);
+  }
+  t.match(commands.usage!.help, /--month YYYY-MM[\s\S]*--key ID[\s\S]*--format F[\s\S]*DATABASE_URL, TINTYPE_DATA_DIR, TINTYPE_PLANS/);
+  t.match(commands.policy!.help, /TINTYPE_ADMIN_PORT/);
+});
+
+t.test('the program prints it and exits 0, for a command and for a keys action', async (t) => {
+  for (const args of [['keys', 'create', '--help'], ['usage', '-h'], ['policy', '--help']]) {
+    const r = await runTintype(args, {});
+    t.equal(r.code, 0, args.join(' '));
+    t.equal(r.stdout, commands[args[0]!]!.help, `${args.join(' ')}: the help text on stdout`);
+    t.equal(r.stderr, '', `${args.join(' ')}: nothing on stderr`);
+  }
+});
