@@ -10,6 +10,7 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import { GUARD_REASON_HEADER, refusedRequestName, renderTokenFrom } from '../lib/guard-contract.ts';
 import type { RejectReason } from '../lib/errors.ts';
+import { closeOnError, survivesAcceptErrors } from '../lib/sockets.ts';
 import type { DecisionRecorder, Outcome, RequestKind } from './decisions.ts';
 import { endToEnd } from './headers.ts';
 import type { Judge } from './judge.ts';
@@ -43,6 +44,10 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
     requireHostHeader: false,
     keepAliveTimeout: ctx.settings.idleTimeoutMs,
   });
+  // Every connection keeps an error listener for its whole life, also once Node hands it over
+  // at a CONNECT or upgrade: a browser resets connections whenever a render is torn down.
+  server.on('connection', (socket: Duplex) => closeOnError(socket));
+  survivesAcceptErrors(server);
 
   // The render's record names what was refused, so the renderer can tell its document's refusal
   // from a sub-resource's (lib/guard-contract.ts).
@@ -53,6 +58,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
 
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const startedAt = performance.now();
+    res.on('error', () => res.destroy());
     const url = req.url ?? '';
     const token = renderTokenFrom(req.headers['proxy-authorization']);
     const stats = req.method === 'GET' ? TOKEN_PATH.exec(url) : null;
@@ -92,7 +98,6 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
   const tunnel = (kind: RequestKind, req: http.IncomingMessage, client: Duplex, head: Buffer): void => {
     const startedAt = performance.now();
     const token = renderTokenFrom(req.headers['proxy-authorization']);
-    client.on('error', () => client.destroy());
     void (async () => {
       const parsed = parseRequestTarget(req.method ?? 'GET', req.url ?? '');
       const judged =

@@ -7,6 +7,7 @@ import type net from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { DialAddress } from './judge.ts';
 import type { Outcome } from './decisions.ts';
+import { closeOnError } from '../lib/sockets.ts';
 import { armConnectTimeout, type Dial, type UpstreamSettings } from './upstream.ts';
 
 /** Writes a whole HTTP/1.1 answer on a raw socket and closes it (no handler owns the socket). */
@@ -56,7 +57,7 @@ export function openTunnel(options: {
     let connected = false;
     let upstream: net.Socket;
     try {
-      upstream = dial(to.address, port, to.family);
+      upstream = closeOnError(dial(to.address, port, to.family));
     } catch {
       answerRaw(client, 502, 'upstream unreachable');
       resolve({ decision: 'allowed', status: 502, failure: 'dial_error' });

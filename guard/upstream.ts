@@ -12,6 +12,7 @@ import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER, type GuardFailure } from '..
 import { endToEnd } from './headers.ts';
 import type { Target } from './target.ts';
 import type { Outcome } from './decisions.ts';
+import { closeOnError } from '../lib/sockets.ts';
 
 /** Opens a TCP connection to an address (never a name). The seam tests replace. */
 export type Dial = (address: string, port: number, family: 4 | 6) => net.Socket;
@@ -36,7 +37,7 @@ export function pinnedAgent(dial: Dial, settings: UpstreamSettings & { maxSocket
     timeout: settings.idleTimeoutMs,
   });
   agent.createConnection = (options): Duplex =>
-    dial(String(options.host), Number(options.port), options.family === 6 ? 6 : 4);
+    closeOnError(dial(String(options.host), Number(options.port), options.family === 6 ? 6 : 4));
   return agent;
 }
 

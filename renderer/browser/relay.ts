@@ -10,6 +10,7 @@
  */
 import http from 'node:http';
 import type net from 'node:net';
+import { closeOnError, survivesAcceptErrors } from '../../lib/sockets.ts';
 
 /** Opens a fresh connection to the guard. */
 export type Dial = () => net.Socket;
@@ -37,12 +38,24 @@ function refuse(res: http.ServerResponse): void {
   res.end();
 }
 
+/**
+ * The part every relay listener shares: each connection Chromium opens keeps an error listener
+ * for its whole life. Node's own leaves a socket at a CONNECT or upgrade, which is exactly where
+ * a browser tearing down a render resets it while the refusal is written.
+ */
+function relayServer(handler: http.RequestListener): http.Server {
+  const server = http.createServer(handler);
+  server.on('connection', (socket: net.Socket) => closeOnError(socket));
+  server.on('clientError', (_err, socket: net.Socket) => socket.destroy());
+  survivesAcceptErrors(server);
+  return server;
+}
+
 /** A proxy that refuses every request, CONNECT and upgrade without contacting anyone. */
 export function createRefusingProxy(): http.Server {
-  const server = http.createServer((_req, res) => refuse(res));
+  const server = relayServer((_req, res) => refuse(res));
   server.on('connect', (_req, socket: net.Socket) => socket.end(REFUSAL));
   server.on('upgrade', (_req, socket: net.Socket) => socket.end(REFUSAL));
-  server.on('clientError', (_err, socket: net.Socket) => socket.destroy());
   return server;
 }
 
@@ -56,7 +69,7 @@ export function createLaneRelay(dial: Dial): LaneRelay {
     return socket;
   };
 
-  const server = http.createServer((req, res) => {
+  const server = relayServer((req, res) => {
     const auth = authorization;
     // Only absolute-form requests are proxy requests; anything else is not ours to forward.
     if (auth === undefined || !/^https?:\/\//i.test(req.url ?? '')) {
@@ -74,7 +87,7 @@ export function createLaneRelay(dial: Dial): LaneRelay {
     headers['Proxy-Authorization'] = auth;
     headers['Connection'] = 'close';
     const upstream = http.request({
-      createConnection: () => track(dial()),
+      createConnection: () => track(closeOnError(dial())),
       method: req.method,
       path: req.url,
       headers,
@@ -90,6 +103,7 @@ export function createLaneRelay(dial: Dial): LaneRelay {
       answer.pipe(res);
       answer.on('error', () => res.destroy());
     });
+    res.on('error', () => upstream.destroy());
     upstream.on('error', () => {
       if (!res.headersSent) {
         res.writeHead(502, { 'content-length': '0', connection: 'close' });
@@ -112,13 +126,13 @@ export function createLaneRelay(dial: Dial): LaneRelay {
       client.end(REFUSAL);
       return;
     }
-    const upstream = track(dial());
+    const upstream = track(closeOnError(dial()));
     const fail = (): void => {
       if (client.writable && upstream.bytesRead === 0) client.end(BAD_GATEWAY);
       else client.destroy();
       upstream.destroy();
     };
-    upstream.once('error', fail);
+    upstream.on('error', fail);
     client.on('error', () => upstream.destroy());
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
@@ -131,7 +145,6 @@ export function createLaneRelay(dial: Dial): LaneRelay {
 
   // Chromium tunnels WebSockets with CONNECT; a plain upgrade through the proxy is refused.
   server.on('upgrade', (_req, socket: net.Socket) => socket.end(REFUSAL));
-  server.on('clientError', (_err, socket: net.Socket) => socket.destroy());
 
   return {
     server,

@@ -133,3 +133,53 @@ t.test('a lane whose guard cannot be reached answers 502', async (t) => {
   t.match(tunnel.status, /^HTTP\/1\.1 502/);
   tunnel.socket.destroy();
 });
+
+/**
+ * Opens a connection to `address`, writes `head` and more than a socket buffer holds, and resets
+ * it while the relay is answering: what a browser does to a render's connections when the render
+ * is torn down. Resolves once the reset went out.
+ */
+function resetMidway(address: string, head: string, afterMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const socket = net.connect(hostPort(address), () => {
+      socket.write(head + 'x'.repeat(256 * 1024));
+      setTimeout(() => {
+        socket.resetAndDestroy();
+        resolve();
+      }, afterMs);
+    });
+    socket.on('error', () => resolve());
+  });
+}
+
+t.test('connections reset while the relays refuse or carry them end there, not the process', async (t) => {
+  // The guard's side drops them too: every connection the relay opens is closed as it speaks.
+  const socketPath = path.join(tempDir(t), 'dropping.sock');
+  const resetting = net.createServer((s) => s.once('data', () => s.destroy()));
+  await new Promise<void>((r) => resetting.listen(socketPath, r));
+  t.teardown(() => new Promise<void>((r) => resetting.close(() => r())));
+  const relays = await startRelays({ lanes: 2, dial: () => net.connect({ path: socketPath }) });
+  t.teardown(() => relays.close());
+  const [owned, idle] = relays.laneAddresses as [string, string];
+  await relays.setToken(0, 'E'.repeat(24));
+
+  const heads = [
+    'CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\n\r\n',
+    'GET http://example.test/ws HTTP/1.1\r\nHost: example.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n',
+    'POST http://example.test/x HTTP/1.1\r\nHost: example.test\r\nContent-Length: 262144\r\n\r\n',
+  ];
+  const resets: Promise<void>[] = [];
+  for (const address of [relays.refuseAddress, owned, idle]) {
+    for (const head of heads) {
+      for (const afterMs of [0, 1, 5, 20]) {
+        for (let i = 0; i < 5; i += 1) resets.push(resetMidway(address, head, afterMs));
+      }
+    }
+  }
+  await Promise.all(resets);
+  // The refusals are still being written as the resets land; give them a moment to meet.
+  await new Promise((r) => setTimeout(r, 200));
+  t.equal(await proxyGet(relays.refuseAddress), 403, 'the refusing proxy still answers');
+  t.equal(await proxyGet(idle), 403, 'a lane with no render still refuses');
+  t.equal(await proxyGet(owned), 502, 'a lane whose guard drops it answers 502');
+});
