@@ -10,7 +10,10 @@
  *  3. Other IPv6 outside 2000::/3, or inside any special-purpose block: refused.
  *  4. IPv4 inside any special-purpose block or multicast: refused.
  * A private address is `private_address`; an otherwise reachable address of the service itself
- * is `denied_host` (private first: spec Part 7 and docs/architecture.md §7 rule 6).
+ * is `denied_host` (private first: spec Part 7 and docs/architecture.md §7 rule 6), whatever
+ * GUARD_ALLOW_CIDRS opens: its own addresses and ranges on every port, and this host (all of
+ * loopback, the unspecified address) on the ports the service listens on, since a listener on
+ * every address answers at 127.0.0.2 as well as at 127.0.0.1.
  */
 import ipaddr from 'ipaddr.js';
 import {
@@ -32,9 +35,24 @@ export type AddressVerdict = 'ok' | 'private_address' | 'denied_host';
 /** What an operator configured: ranges opened on purpose, and the service's own addresses. */
 export interface AddressRules {
   allow: readonly (Cidr4 | Cidr6)[];
-  /** Canonical strings (see canonical()) of the service's own addresses. */
+  /** Canonical strings (see canonical()) of the service's own addresses, on every port. */
   self: ReadonlySet<string>;
+  /** Ranges that are the service on every port (GUARD_SELF_ADDRESSES). */
+  selfRanges?: readonly (Cidr4 | Cidr6)[];
+  /** The ports the service listens on; at THIS_HOST addresses they are the service itself. */
+  ownPorts?: () => Iterable<number>;
 }
+
+/**
+ * Addresses that reach this host's own listeners whatever its interfaces are: the whole loopback
+ * block (Linux answers every 127.x address locally) and the unspecified addresses.
+ */
+export const THIS_HOST: readonly (Cidr4 | Cidr6)[] = [
+  ipaddr.IPv4.parseCIDR('127.0.0.0/8'),
+  ipaddr.IPv4.parseCIDR('0.0.0.0/32'),
+  ipaddr.IPv6.parseCIDR('::1/128'),
+  ipaddr.IPv6.parseCIDR('::/128'),
+];
 
 export const NO_RULES: AddressRules = { allow: [], self: new Set() };
 
@@ -94,17 +112,29 @@ function privateV6(a: ipaddr.IPv6, allow: AddressRules['allow']): boolean {
   return within(a, PARSED_V6);
 }
 
-/** Judges one address against the refused ranges and the service's own addresses. */
-export function judgeAddress(a: Address, rules: AddressRules): AddressVerdict {
+/** Whether `a` (one spelling, not unwrapped) is the service itself, `port` being the one asked for. */
+function isSelf(a: Address, rules: AddressRules, port: number | undefined): boolean {
+  if (rules.self.has(canonical(a))) return true;
+  if (rules.selfRanges !== undefined && within(a, rules.selfRanges)) return true;
+  if (port === undefined || rules.ownPorts === undefined || !within(a, THIS_HOST)) return false;
+  for (const own of rules.ownPorts()) if (own === port) return true;
+  return false;
+}
+
+/**
+ * Judges one address against the refused ranges and the service's own addresses. `port` is the
+ * port the target asks for, when there is one: this host is the service on the service's ports.
+ */
+export function judgeAddress(a: Address, rules: AddressRules, port?: number): AddressVerdict {
   if (a.kind() === 'ipv4') {
     const v4 = a as ipaddr.IPv4;
     if (privateV4(v4, rules.allow)) return 'private_address';
-    return rules.self.has(canonical(v4)) ? 'denied_host' : 'ok';
+    return isSelf(v4, rules, port) ? 'denied_host' : 'ok';
   }
   const v6 = a as ipaddr.IPv6;
   if (privateV6(v6, rules.allow)) return 'private_address';
   const inner = innerIPv4(v6);
-  if (rules.self.has(canonical(v6)) || (inner !== undefined && rules.self.has(canonical(inner)))) return 'denied_host';
+  if (isSelf(v6, rules, port) || (inner !== undefined && isSelf(inner, rules, port))) return 'denied_host';
   return 'ok';
 }
 

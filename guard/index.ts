@@ -17,7 +17,7 @@ import { parseCidr } from './address.ts';
 import { Judge } from './judge.ts';
 import { createProxyServer } from './proxy.ts';
 import { createResolver, type Resolve } from './resolver.ts';
-import { collectSelf, interfaceAddresses } from './self.ts';
+import { collectSelf, interfaceAddresses, isRangeEntry } from './self.ts';
 import { RenderTallies } from './tally.ts';
 import { dialTcp, pinnedAgent, type Dial } from './upstream.ts';
 import { listen } from '../lib/listen.ts';
@@ -37,6 +37,11 @@ export interface GuardOptions {
   dnsTimeoutMs?: number;
   allowCidrs?: readonly string[];
   selfAddresses?: readonly string[];
+  /**
+   * The ports the rest of the service listens on (asked at each judgement, so listeners started
+   * after the guard count). The guard adds its own; at this host's loopback they are `denied_host`.
+   */
+  servicePorts?: () => Iterable<number>;
   connectTimeoutMs?: number;
   idleTimeoutMs?: number;
   maxTunnels?: number;
@@ -103,7 +108,12 @@ export async function createJudge(options: GuardOptions & { logger?: Logger } = 
     resolve,
     onUnresolved: (name, code) => logger.warn('guard.self_name_unresolved', { setting: 'GUARD_SELF_ADDRESSES', name, code }),
   });
-  return new Judge({ resolve, allowCidrs: options.allowCidrs ?? [], self });
+  return new Judge({
+    resolve,
+    allowCidrs: options.allowCidrs ?? [],
+    self,
+    ...(options.servicePorts === undefined ? {} : { ownPorts: options.servicePorts }),
+  });
 }
 
 /** A bad range or server stops the guard with the name of the setting. */
@@ -113,6 +123,13 @@ function checkSettings(options: GuardOptions): void {
       parseCidr(cidr);
     } catch {
       throw new ConfigError('GUARD_ALLOW_CIDRS must list address ranges (a.b.c.d/n, v6::/n or single addresses)');
+    }
+  }
+  for (const entry of (options.selfAddresses ?? []).filter(isRangeEntry)) {
+    try {
+      parseCidr(entry);
+    } catch {
+      throw new ConfigError('GUARD_SELF_ADDRESSES must list addresses, address ranges (a.b.c.d/n, v6::/n) or names');
     }
   }
   if (options.resolve === undefined && (options.dnsServers ?? []).length > 0) {
@@ -149,7 +166,15 @@ export function createGuard(options: GuardOptions): Guard {
 
   return {
     async start() {
-      judge = await createJudge({ ...options, logger });
+      // The guard's own port is the service's too.
+      const servicePorts = function* (): Iterable<number> {
+        for (const server of servers) {
+          const a = server.address();
+          if (a !== null && typeof a !== 'string') yield a.port;
+        }
+        if (options.servicePorts !== undefined) yield* options.servicePorts();
+      };
+      judge = await createJudge({ ...options, servicePorts, logger });
       agent = pinnedAgent(dial, { ...settings, maxSockets: settings.maxTunnels });
       const ctx = { judge, dial, agent, tallies, recorder, tunnels, settings };
       try {

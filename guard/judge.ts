@@ -39,11 +39,11 @@ export function firstReason(reasons: Iterable<RejectReason>): RejectReason | und
   return best === undefined ? undefined : REJECT_REASONS[best];
 }
 
-/** The verdict on a whole answer set: one bad answer refuses the target (rule 4). */
-export function judgeAnswers(addresses: readonly Address[], rules: AddressRules): AddressVerdict {
+/** The verdict on a whole answer set for one port: one bad answer refuses the target (rule 4). */
+export function judgeAnswers(addresses: readonly Address[], rules: AddressRules, port?: number): AddressVerdict {
   let verdict: AddressVerdict = 'ok';
   for (const a of addresses) {
-    const v = judgeAddress(a, rules);
+    const v = judgeAddress(a, rules, port);
     if (v === 'private_address') return v;
     if (v === 'denied_host') verdict = v;
   }
@@ -56,6 +56,8 @@ export interface JudgeRules {
   /** GUARD_ALLOW_CIDRS: ranges opened on purpose. */
   allowCidrs: readonly string[];
   self: SelfSet;
+  /** The ports the service listens on (asked when a target is on this host's addresses). */
+  ownPorts?: () => Iterable<number>;
 }
 
 /** Decides targets; built once per guard (or renderer) with its rules. */
@@ -65,7 +67,12 @@ export class Judge {
   private readonly resolve: Resolve;
 
   constructor(rules: JudgeRules) {
-    this.rules = { allow: rules.allowCidrs.map(parseCidr), self: rules.self.addresses };
+    this.rules = {
+      allow: rules.allowCidrs.map(parseCidr),
+      self: rules.self.addresses,
+      selfRanges: rules.self.ranges,
+      ...(rules.ownPorts === undefined ? {} : { ownPorts: rules.ownPorts }),
+    };
     this.selfNames = rules.self.names;
     this.resolve = rules.resolve;
   }
@@ -93,7 +100,7 @@ export class Judge {
       }
       if (answers.length === 0) return { ok: false, reason: 'dns_failure', dnsCode: 'ENODATA' };
     }
-    const verdict = judgeAnswers(answers, this.rules);
+    const verdict = judgeAnswers(answers, this.rules, parsed.port);
     if (verdict !== 'ok') return { ok: false, reason: verdict };
     if (host.kind === 'name' && this.selfNames.has(selfName(host.name))) return { ok: false, reason: 'denied_host' };
     return { ok: true, target: parsed, addresses: answers.map(dialTarget) };

@@ -1,17 +1,26 @@
 /**
  * The service's own addresses and names (`denied_host`, spec Part 1 rule 6): every address of
- * this host's interfaces, and the addresses and names of GUARD_SELF_ADDRESSES. Names there are
- * resolved once at start; the name itself is refused too, whatever it later resolves to.
+ * this host's interfaces, and the addresses, ranges and names of GUARD_SELF_ADDRESSES. Names
+ * there are resolved once at start; the name itself is refused too, whatever it later resolves
+ * to. (This host's loopback on the service's ports is the judge's: address.ts THIS_HOST.)
  */
 import os from 'node:os';
-import { canonical, parseAddress } from './address.ts';
+import { canonical, parseAddress, parseCidr } from './address.ts';
+import type { Cidr4, Cidr6 } from './ranges.ts';
 import { withoutTrailingDot } from './names.ts';
 import type { Resolve } from './resolver.ts';
 
 /** The service itself, as the judge compares against it. */
 export interface SelfSet {
   addresses: Set<string>;
+  /** Ranges given in GUARD_SELF_ADDRESSES (a cluster's pod and Service ranges). */
+  ranges: (Cidr4 | Cidr6)[];
   names: Set<string>;
+}
+
+/** True for a GUARD_SELF_ADDRESSES entry that names a range (`a.b.c.d/n`, `v6::/n`). */
+export function isRangeEntry(entry: string): boolean {
+  return entry.includes('/');
 }
 
 /** Every address of this host's network interfaces. */
@@ -34,7 +43,7 @@ export async function collectSelf(options: {
   resolve: Resolve;
   onUnresolved?: (name: string, code: string) => void;
 }): Promise<SelfSet> {
-  const self: SelfSet = { addresses: new Set(), names: new Set() };
+  const self: SelfSet = { addresses: new Set(), ranges: [], names: new Set() };
   const addAddress = (text: string): boolean => {
     const a = parseAddress(text.replace(/%.*$/, ''));
     if (a === undefined) return false;
@@ -44,6 +53,10 @@ export async function collectSelf(options: {
   for (const text of options.interfaces) addAddress(text);
   await Promise.all(
     options.configured.map(async (entry) => {
+      if (isRangeEntry(entry)) {
+        self.ranges.push(parseCidr(entry));
+        return;
+      }
       const bare = entry.startsWith('[') && entry.endsWith(']') ? entry.slice(1, -1) : entry;
       if (addAddress(bare)) return;
       self.names.add(selfName(bare));

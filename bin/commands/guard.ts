@@ -27,8 +27,11 @@ export const guardCommand: Command = {
     const registry = new Registry();
     // A port when PORT is set or no socket is named; the socket when GUARD_SOCKET is set.
     const port = config.port ?? (config.guardSocket === undefined ? GUARD_PORT : undefined);
+    // The admin port is the service's too: refused at this host's loopback (the guard adds its own port).
+    const adminPorts = new Set<number>();
     const guard = createGuard({
       ...guardSettings(config),
+      servicePorts: () => adminPorts,
       ...(port === undefined ? {} : { port, host: ANY_ADDRESS }),
       ...(config.guardSocket === undefined ? {} : { socket: config.guardSocket }),
       logger,
@@ -44,6 +47,7 @@ export const guardCommand: Command = {
     await guard.start();
     try {
       await admin.start();
+      adminPorts.add(admin.port());
     } catch (err) {
       await guard.stop();
       throw err;

@@ -42,6 +42,8 @@ export interface RendererRoleOptions {
   ownGuard?: boolean;
   /** Where leases settle; by default kept-alive HTTP to TINTYPE_POLICY_URL, closed with the role. */
   settler?: Settler;
+  /** The ports of the rest of the process (`tintype start`): its own guard refuses them at loopback. */
+  servicePorts?: () => Iterable<number>;
 }
 
 /** Where settles go: policy over kept-alive HTTP, or nowhere (logged once) when no policy is configured. */
@@ -64,12 +66,18 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
   let socketDir: string | undefined;
   let endpoint: GuardEndpoint;
   let judge: UrlJudge;
+  // Its own guard counts the renderer's ports and the rest of the process's as the service itself
+  // (asked only once requests are judged, after the server below exists).
+  const servicePorts = function* (): Iterable<number> {
+    yield* server.ports();
+    yield* options.servicePorts?.() ?? [];
+  };
   if (config.guardUrl === undefined || options.ownGuard === true) {
     // Its own guard, reached over a unix socket in a fresh 0700 directory: the one path out of
     // Chromium's namespace, and nobody else's way in.
     socketDir = config.guardSocket === undefined ? await mkdtemp(path.join(os.tmpdir(), 'tintype-guard-')) : undefined;
     const socket = config.guardSocket ?? path.join(socketDir!, 'guard.sock');
-    guard = createGuard({ socket, ...guardSettings(config), logger: logger.child({ component: 'guard' }), metrics: registry });
+    guard = createGuard({ socket, ...guardSettings(config), servicePorts, logger: logger.child({ component: 'guard' }), metrics: registry });
     const own = guard;
     endpoint = { socketPath: socket, takeTally: (token) => own.takeTally(token) };
     judge = (url) => judgeUrl(url, own.judge());
@@ -77,7 +85,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
     endpoint = guardEndpointFromConfig(config);
     // The same rules as the guard, for the page address before a slot (spec 4.4 rule 3); the
     // guard still judges every connection Chromium makes.
-    const own = await createJudge({ ...guardSettings(config), logger });
+    const own = await createJudge({ ...guardSettings(config), servicePorts, logger });
     judge = (url) => judgeUrl(url, own);
   }
   const pool = createBrowserPool({ config, logger: logger.child({ component: 'browser' }), registry, guard: endpoint });

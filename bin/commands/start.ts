@@ -42,6 +42,10 @@ export const startCommand: Command = {
     const inner: Readonly<Config> = Object.freeze({ ...config, port: 0, adminPort: 0 });
     const policy = createPolicyServer({ config: inner, logger: createLogger('policy', { level: config.logLevel }), registry, host: '127.0.0.1' });
 
+    // Every port this process listens on: its guard refuses them at this host's loopback, whatever
+    // GUARD_ALLOW_CIDRS opens (the edge listens on every address, so 127.0.0.2 reaches it too).
+    const ports = new Set<number>([config.port ?? START_PORT, config.adminPort ?? START_ADMIN_PORT].filter((p) => p !== 0));
+
     const stopped: { stop(): Promise<void> }[] = [];
     const stopAll = async (): Promise<void> => {
       for (const part of stopped.reverse()) {
@@ -57,13 +61,14 @@ export const startCommand: Command = {
     try {
       await policy.start();
       stopped.push(policy);
+      ports.add(policy.address().port);
       // The renderer exactly as `tintype renderer` builds it, with three differences: it listens
       // on loopback only (it trusts any well-formed lease, so only the edge may reach it), its
       // guard is always its own on a private unix socket, and it settles to the policy above.
       const renderer = await createRendererRole(
         Object.freeze({ ...inner, guardUrl: undefined, policyUrl: `http://127.0.0.1:${policy.address().port}` }),
         createLogger('renderer', { level: config.logLevel }),
-        { registry, host: '127.0.0.1', ownGuard: true },
+        { registry, host: '127.0.0.1', ownGuard: true, servicePorts: () => ports },
       );
       stopped.push(renderer);
       await renderer.start();
@@ -87,8 +92,10 @@ export const startCommand: Command = {
       });
       await admin.start();
       stopped.push(admin);
+      ports.add(admin.port());
       await edge.start();
       stopped.push(edge);
+      ports.add(edge.port());
 
       // Where it listens and how to make a key; no secret is ever printed here (spec Part 5 rule 2).
       process.stdout.write([

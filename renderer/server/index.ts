@@ -73,6 +73,8 @@ export interface RendererServer extends Lifecycle {
   address(): AddressInfo;
   /** Where the admin listener is bound (after start). */
   adminAddress(): AddressInfo;
+  /** The ports it listens on now (none before start). */
+  ports(): number[];
 }
 
 
@@ -180,5 +182,9 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
     healthy: () => started && server.listening,
     address: () => bound(server),
     adminAddress: () => bound(admin),
+    ports: () => [server, admin].flatMap((s) => {
+      const a = s.address();
+      return a === null || typeof a === 'string' ? [] : [a.port];
+    }),
   };
 }

@@ -141,6 +141,36 @@ t.test('the service\'s own addresses are denied_host, after private_address', as
   for (const [name, a, want] of rows) t.equal(verdict(a, rules), want, name);
 });
 
+t.test('whatever GUARD_ALLOW_CIDRS opens, the service stays closed: its ranges on every port, this host on its ports', async (t) => {
+  const opened: AddressRules = {
+    allow: ['127.0.0.0/8', '0.0.0.0/32', '::1/128', '::/128', '10.0.0.0/8', 'fd00::/8'].map(parseCidr),
+    self: new Set(),
+    selfRanges: ['10.96.0.0/12', 'fd00:96::/32'].map(parseCidr),
+    ownPorts: () => new Set([8080, 9080]),
+  };
+  const rows: [string, string, number, string][] = [
+    ['an opened loopback alias on the public port', '127.0.0.2', 8080, 'denied_host'],
+    ['the same alias on the admin port', '127.0.0.2', 9080, 'denied_host'],
+    ['the same alias on a port the service does not use', '127.0.0.2', 8081, 'ok'],
+    ['the last loopback address on a service port', '127.255.255.254', 8080, 'denied_host'],
+    ['the mapped spelling of the alias', '::ffff:7f00:2', 8080, 'denied_host'],
+    ['IPv6 loopback on a service port', '::1', 9080, 'denied_host'],
+    ['IPv6 loopback on another port', '::1', 9081, 'ok'],
+    ['0.0.0.0 reaches every local listener', '0.0.0.0', 8080, 'denied_host'],
+    [':: reaches every local listener', '::', 9080, 'denied_host'],
+    ['a self range (GUARD_SELF_ADDRESSES) on any port', '10.100.1.2', 443, 'denied_host'],
+    ['its first address', '10.96.0.0', 1, 'denied_host'],
+    ['past its end', '10.112.0.0', 8080, 'ok'],
+    ['an IPv6 self range', 'fd00:96::1', 80, 'denied_host'],
+    ['opened IPv6 outside it', 'fd00:97::1', 80, 'ok'],
+  ];
+  for (const [name, a, port, want] of rows) t.equal(judgeAddress(parseAddress(a)!, opened, port), want, name);
+
+  const closed: AddressRules = { allow: [], self: new Set(), ownPorts: () => [8080] };
+  t.equal(judgeAddress(parseAddress('127.0.0.2')!, closed, 8080), 'private_address', 'not opened: private first');
+  t.equal(judgeAddress(parseAddress('127.0.0.2')!, { ...opened, ownPorts: undefined }, 8080), 'ok', 'no ports known: only the ranges');
+});
+
 t.test('only canonical addresses parse; odd spellings are left to the URL parser', async (t) => {
   for (const text of ['127.1', '0177.0.0.1', '0x7f.0.0.1', '2130706433', 'fe80::1%eth0', '1.2.3.4.5', '', 'example.com']) {
     t.equal(parseAddress(text), undefined, `${JSON.stringify(text)} is not an address`);

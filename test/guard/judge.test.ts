@@ -37,7 +37,7 @@ function fakeResolver(): { resolve: Resolve; asked: string[] } {
   return { resolve, asked };
 }
 
-const SELF: SelfSet = { addresses: new Set(['8.8.4.4']), names: new Set(['our-name.example', 'our-private-name.example']) };
+const SELF: SelfSet = { addresses: new Set(['8.8.4.4']), ranges: [], names: new Set(['our-name.example', 'our-private-name.example']) };
 
 function judgeWith(allowCidrs: string[] = []): { judge: Judge; asked: string[] } {
   const { resolve, asked } = fakeResolver();
