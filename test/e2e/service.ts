@@ -4,7 +4,7 @@
  * prints), keys made with `bin/tintype keys create`, and the usage ledger read from its SQLite.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +13,7 @@ import { send, type Answer, type SendOptions } from '../envoy/client.ts';
 import { checkAnswer } from './openapi-check.ts';
 
 const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tintype');
+const SOCKET_RECORDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'socket-recorder.ts');
 const CHROMIUM = '/usr/bin/chromium-headless-shell';
 
 /**
@@ -20,7 +21,8 @@ const CHROMIUM = '/usr/bin/chromium-headless-shell';
  * load the extensionless launcher; env execs, so the pid is tintype's own and signals reach it.
  */
 function spawnTintype(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, ...args], {
+  const own = env['NODE_OPTIONS'] === undefined ? [] : [`NODE_OPTIONS=${env['NODE_OPTIONS']}`];
+  return spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', ...own, TINTYPE, ...args], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, CHROMIUM_PATH: CHROMIUM, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -60,6 +62,8 @@ export interface Service {
   /** Everything it wrote to stdout and stderr so far. */
   stdout(): string;
   stderr(): string;
+  /** With `recordSockets`: the listeners and accepted connections of the tintype process so far. */
+  sockets(): SocketRecord;
   /** Sends a request to the public port. */
   call(o: Omit<SendOptions, 'port'>): Promise<Answer>;
   /** Sends a signal; resolves with the exit code (null when killed by the signal). */
@@ -87,6 +91,16 @@ export interface ServiceOptions {
   dataDir?: string;
   /** Plans file contents (TINTYPE_PLANS). */
   plans?: Record<string, { monthlyQuota: number; perMinute: number; concurrentRenders: number }>;
+  /** Record the process's listening ports and accepted connections (socket-recorder.ts; `Service.sockets`). */
+  recordSockets?: boolean;
+}
+
+/** What socket-recorder.ts saw in the tintype process itself. */
+export interface SocketRecord {
+  /** Every TCP listener still open: its address and port. */
+  listening: { address: string; port: number }[];
+  /** Every accepted connection: the local address and port it arrived at. */
+  accepted: { address: string; port: number }[];
 }
 
 /** The data dirs made here, removed by `cleanup`. */
@@ -105,6 +119,12 @@ export async function startService(o: ServiceOptions = {}): Promise<Service> {
     made.push(dataDir);
   }
   const env: Record<string, string> = { TINTYPE_DATA_DIR: dataDir, PORT: '0', TINTYPE_ADMIN_PORT: '0', ...o.env };
+  const socketLog = path.join(dataDir, 'sockets.log');
+  if (o.recordSockets === true) {
+    writeFileSync(socketLog, '');
+    env['TINTYPE_TEST_SOCKET_LOG'] = socketLog;
+    env['NODE_OPTIONS'] = `--import tsx --import ${SOCKET_RECORDER}`;
+  }
   if (o.plans !== undefined) {
     const file = path.join(dataDir, 'plans.json');
     writeFileSync(file, JSON.stringify({ plans: o.plans }));
@@ -137,6 +157,18 @@ export async function startService(o: ServiceOptions = {}): Promise<Service> {
     env,
     stdout: () => out,
     stderr: () => err,
+    sockets() {
+      const record: SocketRecord = { listening: [], accepted: [] };
+      for (const line of (o.recordSockets === true ? readFileSync(socketLog, 'utf8') : '').split('\n')) {
+        const [kind, pid, address, port] = line.split(' ');
+        if (Number(pid) !== child.pid) continue;
+        const entry = { address: address!, port: Number(port) };
+        if (kind === 'accept') record.accepted.push(entry);
+        else if (kind === 'listen') record.listening.push(entry);
+        else record.listening = record.listening.filter((l) => l.address !== entry.address || l.port !== entry.port);
+      }
+      return record;
+    },
     call: (req) => send({ ...req, port: ports.port }),
     async signal(sig) {
       db?.close();
