@@ -5,7 +5,7 @@
  * 422 `url_rejected`; document-refusal.ts) and its own answers for targets it could not reach
  * (502 `render_failed`), and markup written into the blank page (spec 4.3 rule 4).
  */
-import { TimeoutError, type HTTPRequest, type HTTPResponse, type Page, type PuppeteerLifeCycleEvent } from 'puppeteer-core';
+import { TimeoutError, type Frame, type HTTPRequest, type HTTPResponse, type Page, type PuppeteerLifeCycleEvent } from 'puppeteer-core';
 import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
 import { GUARD_FAILURE_HEADER } from '../../lib/guard-contract.ts';
 import type { WaitUntil } from '../schemas/fields.ts';
@@ -98,7 +98,70 @@ export async function navigate(ctx: RenderContext, url: string, waitUntil: WaitU
       const reason = documentRefusal({ url: response.url(), answered: true, status: 403 }, await ctx.tally().catch(() => undefined));
       if (reason !== undefined) throw new ServiceError('url_rejected', { reason });
     }
+    await followTopFrame(ctx.page, waitUntil, deadline);
   });
+}
+
+/** Navigations of the top frame followed after the first (a page refreshing itself forever stops here). */
+const MAX_FOLLOWED = 5;
+/** One turn of the page's task loop: a navigation scheduled for right after load has started after it. */
+const ONE_TURN = 'new Promise((resolve) => setTimeout(resolve, 0))';
+/** The new document's readiness for each waitUntil (networkidle adds the quiet network). */
+const READY: Readonly<Record<WaitUntil, string>> = {
+  load: "document.readyState === 'complete'",
+  domcontentloaded: "document.readyState !== 'loading'",
+  networkidle: "document.readyState === 'complete'",
+};
+
+/**
+ * A top frame that navigates again right after it loaded (a meta refresh, a redirect in a load
+ * handler) is followed to the page it lands on, to the same `waitUntil`: the capture then shows
+ * that page, and never runs while the document is being replaced (which fails it).
+ */
+async function followTopFrame(page: Page, waitUntil: WaitUntil, deadline: number): Promise<void> {
+  const main = page.mainFrame();
+  for (let hop = 0; hop < MAX_FOLLOWED; hop += 1) {
+    let request: HTTPRequest | undefined;
+    let markCommitted!: () => void;
+    const committed = new Promise<void>((resolve) => (markCommitted = resolve));
+    let markEnded!: () => void;
+    const ended = new Promise<void>((resolve) => (markEnded = resolve));
+    const onRequest = (r: HTTPRequest): void => {
+      if (r.isNavigationRequest() && r.frame() === main) request = r;
+    };
+    const onEnded = (r: HTTPRequest): void => {
+      if (r === request) markEnded();
+    };
+    const onNavigated = (f: Frame): void => {
+      if (f === main) markCommitted();
+    };
+    page.on('request', onRequest);
+    page.on('requestfailed', onEnded);
+    page.on('requestfinished', onEnded);
+    page.on('framenavigated', onNavigated);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      // A rejected turn means the document went away under it: a navigation committed.
+      const turned = await page.evaluate(ONE_TURN).then(() => true, () => false);
+      if (turned && request === undefined) return;
+      // Committed, or the navigation ended without a new document (a download, a 204).
+      const expired = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new ServiceError('render_timeout')), remaining(deadline));
+      });
+      await Promise.race([committed, turned ? ended : committed, expired]);
+      await page.waitForFunction(READY[waitUntil], { timeout: remaining(deadline) });
+      if (waitUntil === 'networkidle') await page.waitForNetworkIdle({ idleTime: NETWORK_IDLE_MS, timeout: remaining(deadline) });
+    } catch (err) {
+      const mapped = asServiceError(err);
+      throw mapped instanceof ServiceError ? mapped : new ServiceError('render_failed');
+    } finally {
+      clearTimeout(timer);
+      page.off('request', onRequest);
+      page.off('requestfailed', onEnded);
+      page.off('requestfinished', onEnded);
+      page.off('framenavigated', onNavigated);
+    }
+  }
 }
 
 /**
