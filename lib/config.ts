@@ -54,6 +54,12 @@ export interface Config {
   policyUrl: string | undefined;
   /** Grace added to the render budget before an unsettled lease expires. */
   leaseGraceMs: number;
+  /** HMAC secrets of signed leases, the signing one first; empty when unset (`tintype start` makes one). */
+  leaseSecrets: readonly string[];
+  /** Request bodies the embedded edge holds before their key is checked; one more is 503 `busy`. */
+  edgeMaxBufferedBytes: number;
+  /** Client connections the embedded edge holds at most. */
+  edgeMaxConnections: number;
   /** SQLite `synchronous` level for policy state: `normal` survives a killed process, `full` also power loss. */
   sqliteSync: 'normal' | 'full';
   /** PostgreSQL connections policy keeps open at most. */
@@ -120,6 +126,17 @@ function list(env: Env, name: string): string[] {
   return v === undefined ? [] : v.split(',').map((s) => s.trim()).filter((s) => s !== '');
 }
 
+/** The least length of a lease secret: a guessable HMAC key would let anyone mint leases. */
+export const LEASE_SECRET_MIN_LENGTH = 32;
+
+function secrets(env: Env, name: string): string[] {
+  const all = list(env, name);
+  if (all.some((s) => s.length < LEASE_SECRET_MIN_LENGTH)) {
+    throw new ConfigError(`${name} must be comma-separated secrets of at least ${LEASE_SECRET_MIN_LENGTH} characters each`);
+  }
+  return all;
+}
+
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
   const v = raw(env, name);
   if (v === undefined) return fallback;
@@ -166,6 +183,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     guardMaxTunnels: integer(env, 'GUARD_MAX_TUNNELS', 512, 1, 1_000_000),
     policyUrl: url(env, 'TINTYPE_POLICY_URL', ['http', 'https']),
     leaseGraceMs: integer(env, 'TINTYPE_LEASE_GRACE_MS', 15_000, 0, 600_000),
+    leaseSecrets: Object.freeze(secrets(env, 'TINTYPE_LEASE_SECRET')),
+    edgeMaxBufferedBytes: integer(env, 'TINTYPE_EDGE_MAX_BUFFERED_BYTES', 67_108_864, 4_194_304, Number.MAX_SAFE_INTEGER),
+    edgeMaxConnections: integer(env, 'TINTYPE_EDGE_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
     sqliteSync: oneOf(env, 'TINTYPE_SQLITE_SYNC', ['normal', 'full'] as const, 'normal'),
     pgPoolSize: integer(env, 'TINTYPE_PG_POOL', 10, 1, 200),
     ogThreads: integer(env, 'TINTYPE_OG_THREADS', 2, 1, 64),
@@ -182,4 +202,12 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     logLevel: oneOf(env, 'TINTYPE_LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
   };
   return Object.freeze(config);
+}
+
+/** The lease secrets a standalone policy or renderer needs; without them it cannot sign or check a lease. */
+export function requireLeaseSecrets(config: Readonly<Config>): readonly string[] {
+  if (config.leaseSecrets.length === 0) {
+    throw new ConfigError(`TINTYPE_LEASE_SECRET must be set: comma-separated secrets of at least ${LEASE_SECRET_MIN_LENGTH} characters, the same for policy and every renderer`);
+  }
+  return config.leaseSecrets;
 }

@@ -7,8 +7,10 @@
  * client answer (always 4xx), or 200 with the upstream headers `x-tintype-lease`,
  * `x-tintype-key` and the client headers `x-ratelimit-limit`, `x-ratelimit-remaining`.
  *
- * settle: the renderer, after answering, posts a SettleRequest as JSON to `SETTLE_PATH` on
- * policy. Settle is idempotent; the answer is 204.
+ * settle: the renderer, once its answer is committed, posts a SettleRequest with the signed
+ * lease as JSON to `SETTLE_PATH` on policy (lib/lease.ts). Settle is idempotent; the answer is
+ * 204, 401 for a lease policy did not sign, 404 for one it never granted. A 503 on an attempt
+ * the edge may retry is not settled (leavesLeaseOpen).
  */
 import http from 'node:http';
 import { context, propagation } from '@opentelemetry/api';
@@ -28,6 +30,28 @@ export const RATELIMIT_REMAINING_HEADER = 'x-ratelimit-remaining';
  * after its lease was granted.
  */
 export const ROLE_MAX_REQUEST_HEADER_BYTES = 16_384 + 8_192;
+
+/**
+ * The attempt a routed request is (1, 2, …), as Envoy sends it with the route's
+ * `include_attempt_count_in_request`; the embedded edge sends it too when it may retry. Absent
+ * means the edge will not try the lease again.
+ */
+export const ATTEMPT_HEADER = 'x-envoy-attempt-count';
+
+/** Attempts an edge makes with one lease: the first and one retry on another renderer. */
+export const LEASE_ATTEMPTS = 2;
+
+/**
+ * Whether an answer leaves its lease open instead of settling it: a 503 (`busy`,
+ * `guard_unverified`; nothing rendered, nothing metered) on an attempt the edge may still retry
+ * on another renderer. That retry settles the lease; were it closed here, the retry's render
+ * would settle `already`, unmetered and outside the key's concurrency limit.
+ */
+export function leavesLeaseOpen(status: number, attemptHeader: string | undefined): boolean {
+  if (status !== 503 || attemptHeader === undefined || !/^\d{1,3}$/.test(attemptHeader)) return false;
+  const attempt = Number(attemptHeader);
+  return attempt >= 1 && attempt < LEASE_ATTEMPTS;
+}
 
 /** The operations of spec Part 4, derived from the path. */
 export const OPERATIONS = {
@@ -50,6 +74,7 @@ export type CacheOutcome = 'hit' | 'miss';
 
 /** What the renderer reports when it has answered a leased request. */
 export interface SettleRequest {
+  /** The signed lease as policy granted it. */
   lease: string;
   /** The HTTP status the client got. */
   status: number;

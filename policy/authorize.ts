@@ -17,7 +17,7 @@ export interface RatePosition {
 }
 
 export type Decision =
-  | { allow: true; leaseId: string; keyId: string; rate: RatePosition }
+  | { allow: true; leaseId: string; keyId: string; rate: RatePosition; expiresAt: number }
   | { allow: false; error: ServiceError; rate?: RatePosition };
 
 export interface PolicyOptions {
@@ -48,6 +48,7 @@ export function createPolicy(o: PolicyOptions): Policy {
     async check(authorization, operation) {
       const now = clock();
       const leaseId = newLeaseId();
+      const expiresAt = now + o.leaseTtlMs;
       // Every case, header missing or malformed included, costs the same one lookup (spec Part 5 rule 4).
       const r = await store.check({
         hash: lookupHash(authorization),
@@ -57,7 +58,7 @@ export function createPolicy(o: PolicyOptions): Policy {
         now,
         windowStart: windowStart(now),
         month: monthOf(now),
-        expiresAt: now + o.leaseTtlMs,
+        expiresAt,
         plans,
       });
       if (r.outcome === 'unauthorized') return { allow: false, error: new ServiceError('unauthorized') };
@@ -67,7 +68,7 @@ export function createPolicy(o: PolicyOptions): Policy {
       const rate = { limit: plan.perMinute, remaining: Math.max(0, plan.perMinute - r.windowCount) };
       switch (r.outcome) {
         case 'granted':
-          return { allow: true, leaseId, keyId: key.id, rate };
+          return { allow: true, leaseId, keyId: key.id, rate, expiresAt };
         case 'rate_limited': {
           const retryAfterSec = secondsToWindowEnd(now);
           return { allow: false, rate, error: new ServiceError('rate_limited', { limit: plan.perMinute, windowSec: WINDOW_SEC, retryAfterSec }) };

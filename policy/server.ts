@@ -33,7 +33,8 @@ import { policyMetrics } from './metrics.ts';
 import { type Plans, loadPlans } from './plans.ts';
 import { openStore } from './store/open.ts';
 import type { PolicyStore } from './store/store.ts';
-import { ConfigError } from '../lib/config.ts';
+import { ConfigError, requireLeaseSecrets } from '../lib/config.ts';
+import { leaseKeys } from '../lib/lease.ts';
 import { listen } from '../lib/listen.ts';
 
 export const DEFAULT_POLICY_PORT = 8081;
@@ -73,6 +74,8 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   const clock = o.clock ?? systemClock;
   const metrics = policyMetrics(o.registry);
   const policy = createPolicy({ store, plans, clock, leaseTtlMs: config.renderTimeoutMs + config.leaseGraceMs });
+  // Leases go out signed and settle only with their signature (README "Security").
+  const leases = leaseKeys(requireLeaseSecrets(config));
   let started = false;
   let storeOk = false;
   let sweeper: NodeJS.Timeout | undefined;
@@ -133,7 +136,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
         if (d.allow) {
           outcome = 'granted';
           res.writeHead(200, {
-            [LEASE_HEADER]: d.leaseId,
+            [LEASE_HEADER]: leases.sign({ id: d.leaseId, keyId: d.keyId, operation, expiresAt: d.expiresAt }),
             [KEY_ID_HEADER]: d.keyId,
             [RATELIMIT_LIMIT_HEADER]: String(d.rate.limit),
             [RATELIMIT_REMAINING_HEADER]: String(d.rate.remaining),
@@ -177,7 +180,18 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
         } catch {
           throw new BadSettle('body must be JSON');
         }
-        const result = await policy.settle(body);
+        // Settle takes only a lease this policy signed; the ledger knows it by its id.
+        const token = leaseOf(body);
+        if (token === undefined) throw new BadSettle('lease must be a signed lease');
+        const claims = leases.verify(token);
+        if (claims === undefined) {
+          metrics.settles.inc({ result: 'forged' });
+          span.setAttribute('tintype.settle', 'forged');
+          logger.warn('settle_forged_lease', {});
+          send(res, new ServiceError('unauthorized').answer());
+          return;
+        }
+        const result = await policy.settle({ ...(body as object), lease: claims.id });
         storeOk = true;
         metrics.settles.inc({ result });
         span.setAttribute('tintype.settle', result);
@@ -268,6 +282,13 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
       return { port: (server.address() as AddressInfo).port };
     },
   };
+}
+
+/** The `lease` of a settle body, when it has one. */
+function leaseOf(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
+  const lease = (body as { lease?: unknown }).lease;
+  return typeof lease === 'string' ? lease : undefined;
 }
 
 function header(v: string | string[] | undefined): string | undefined {

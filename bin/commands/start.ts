@@ -5,6 +5,7 @@
  * cache under TINTYPE_DATA_DIR. Policy and the renderer listen on loopback only; the edge is
  * the one public port; metrics and probes are on the admin port. Wiring only.
  */
+import { randomBytes } from 'node:crypto';
 import { createAdminServer } from '../../envoy/edge/admin.ts';
 import { createEdge } from '../../envoy/edge/edge.ts';
 import { loadConfig, type Config } from '../../lib/config.ts';
@@ -38,8 +39,10 @@ export const startCommand: Command = {
     const registry = new Registry();
     ensurePrivateDir(config.dataDir);
 
-    // Inner roles listen on loopback ports of their own, never on the public one.
-    const inner: Readonly<Config> = Object.freeze({ ...config, port: 0, adminPort: 0 });
+    // Inner roles listen on loopback ports of their own, never on the public one. Leases are
+    // signed with a secret made for this start alone, unless one is given.
+    const leaseSecrets = config.leaseSecrets.length > 0 ? config.leaseSecrets : [randomBytes(32).toString('base64url')];
+    const inner: Readonly<Config> = Object.freeze({ ...config, port: 0, adminPort: 0, leaseSecrets });
     const policy = createPolicyServer({ config: inner, logger: createLogger('policy', { level: config.logLevel }), registry, host: '127.0.0.1' });
 
     // Every port this process listens on: its guard refuses them at this host's loopback, whatever
@@ -63,8 +66,8 @@ export const startCommand: Command = {
       stopped.push(policy);
       ports.add(policy.address().port);
       // The renderer exactly as `tintype renderer` builds it, with three differences: it listens
-      // on loopback only (it trusts any well-formed lease, so only the edge may reach it), its
-      // guard is always its own on a private unix socket, and it settles to the policy above.
+      // on loopback only, its guard is always its own on a private unix socket, and it settles
+      // to the policy above.
       const renderer = await createRendererRole(
         Object.freeze({ ...inner, guardUrl: undefined, policyUrl: `http://127.0.0.1:${policy.address().port}` }),
         createLogger('renderer', { level: config.logLevel }),
@@ -74,10 +77,12 @@ export const startCommand: Command = {
       await renderer.start();
       const edge = createEdge({
         policyUrl: `http://127.0.0.1:${policy.address().port}`,
-        rendererUrl: `http://127.0.0.1:${renderer.server.address().port}`,
+        rendererUrls: [`http://127.0.0.1:${renderer.server.address().port}`],
         port: config.port ?? START_PORT,
         openapi: openapiJson(),
         renderTimeoutMs: config.renderTimeoutMs,
+        maxBufferedBytes: config.edgeMaxBufferedBytes,
+        maxConnections: config.edgeMaxConnections,
         logger: createLogger('edge', { level: config.logLevel }),
         metrics: registry,
       });

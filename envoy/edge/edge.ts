@@ -4,6 +4,8 @@
  * rule 5) ▸ ext_authz to policy (deny: policy's answer as is) ▸ route to the renderer with the
  * lease ▸ the rate-limit position on every answer that has one (spec 2.1). `/openapi.json` is
  * public (spec Part 9). Metrics and probes live on the admin listener, never here.
+ * What a stranger can hold is bounded (README "Security"): connections, the time headers and
+ * body may take (408 `request_timeout`), and the bytes of bodies not yet authorized (503 `busy`).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,15 +20,18 @@ import { operationFor } from '../../lib/policy-contract.ts';
 import { createAuthzClient, type AuthzDecision } from './authz.ts';
 import { writeError, writeMethodNotAllowed, writeNotFound, type Headers } from './answers.ts';
 import { readBoundedBody, announcedTooLarge } from './body.ts';
-import { MAX_BODY_BYTES, OPENAPI_PATH, ROUTED_PREFIX, UPSTREAM_MARGIN_MS } from './contract.ts';
+import {
+  LOCAL_REPLIES, MAX_BODY_BYTES, MAX_CONNECTIONS, OPENAPI_PATH, REQUEST_TIMEOUT_MS, REQUEST_HEADERS_TIMEOUT_MS, ROUTED_PREFIX, UPSTREAM_MARGIN_MS,
+} from './contract.ts';
+import { heldBodies } from './held.ts';
 import { createUpstream } from './upstream.ts';
 import { ANY_ADDRESS, listen } from '../../lib/listen.ts';
 
 export interface EdgeOptions {
   /** Policy's HTTP server, e.g. `http://127.0.0.1:8081`. */
   policyUrl: string;
-  /** The renderer's HTTP server, e.g. `http://127.0.0.1:8082`. */
-  rendererUrl: string;
+  /** The renderers' HTTP servers, e.g. `http://127.0.0.1:8082`, taken in turn. */
+  rendererUrls: readonly string[];
   host?: string;
   /** Public port; 0 picks a free one. */
   port?: number;
@@ -37,6 +42,14 @@ export interface EdgeOptions {
   authzTimeoutMs?: number;
   /** Render budget; the edge waits this plus a margin for the renderer's answer (Envoy's route timeout). */
   renderTimeoutMs?: number;
+  /** Added to the render budget for the whole upstream exchange (Envoy's route timeout). */
+  upstreamMarginMs?: number;
+  /** Bytes of bodies held before their key is checked (`TINTYPE_EDGE_MAX_BUFFERED_BYTES`). */
+  maxBufferedBytes?: number;
+  /** Client connections held at most (`TINTYPE_EDGE_MAX_CONNECTIONS`). */
+  maxConnections?: number;
+  headersTimeoutMs?: number;
+  bodyTimeoutMs?: number;
   logger?: Logger;
   metrics?: Registry;
 }
@@ -46,6 +59,8 @@ export interface Edge extends Lifecycle {
   port(): number;
   /** Requests being answered right now. */
   inFlight(): number;
+  /** Bytes of bodies held now whose key is not yet checked. */
+  bufferedBytes(): number;
 }
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
@@ -71,6 +86,19 @@ function errorCode(body: Buffer): string | undefined {
   }
 }
 
+/**
+ * The raw answer to a request Node's parser gave up on, with the body both edges give (408 for a
+ * slow one, 431 for headers over the limit, 400 for anything else), and the connection closed.
+ */
+function clientErrorAnswer(code: string | undefined): string {
+  const [status, reason] = code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    ? [408, 'Request Timeout']
+    : code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request Header Fields Too Large'] : [400, 'Bad Request'];
+  const body = JSON.stringify(LOCAL_REPLIES[status]);
+  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+    `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+}
+
 export function createEdge(options: EdgeOptions): Edge {
   const limit = options.maxBodyBytes ?? MAX_BODY_BYTES;
   const log = options.logger ?? createLogger('edge');
@@ -79,7 +107,11 @@ export function createEdge(options: EdgeOptions): Edge {
   const latency = registry.histogram('tintype_edge_request_duration_seconds', 'Time from request to complete answer at the edge.');
   const aborts = registry.counter('tintype_edge_client_aborts_total', 'Requests whose client went away before the answer was complete.');
   const authz = createAuthzClient(options.policyUrl, options.authzTimeoutMs ?? 2_000);
-  const upstream = createUpstream(options.rendererUrl, (options.renderTimeoutMs ?? 30_000) + UPSTREAM_MARGIN_MS);
+  const margin = options.upstreamMarginMs ?? UPSTREAM_MARGIN_MS;
+  const upstream = createUpstream(options.rendererUrls, (options.renderTimeoutMs ?? 30_000) + margin);
+  const budget = heldBodies(options.maxBufferedBytes ?? 64 * 1024 * 1024);
+  const headersTimeoutMs = options.headersTimeoutMs ?? REQUEST_HEADERS_TIMEOUT_MS;
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const tracer = trace.getTracer('tintype');
   let inFlight = 0;
   let accepting = false;
@@ -93,8 +125,13 @@ export function createEdge(options: EdgeOptions): Edge {
    * is closed with the answer.
    */
   function refuseTooLarge(req: IncomingMessage, res: ServerResponse, bodyComing = true): void {
+    refuseBody(req, res, new ServiceError('payload_too_large'), bodyComing);
+  }
+
+  /** Answers before the body is in (413, or 503 `busy` when the budget is spent), then drops the rest. */
+  function refuseBody(req: IncomingMessage, res: ServerResponse, error: ServiceError, bodyComing = true): void {
     if (bodyComing && !req.complete) res.shouldKeepAlive = true;
-    writeError(res, new ServiceError('payload_too_large'), bodyComing ? {} : { connection: 'close' });
+    writeError(res, error, bodyComing ? {} : { connection: 'close' });
     if (!req.complete) {
       req.resume();
       const timer = setTimeout(() => req.socket.destroy(), 5_000).unref();
@@ -110,12 +147,23 @@ export function createEdge(options: EdgeOptions): Edge {
     res.once('close', () => {
       if (!res.writableFinished) gone.abort();
     });
-    const read = await readBoundedBody(req, limit);
-    if (read.kind === 'too_large') {
-      refuseTooLarge(req, res);
-      return { status: 413, error: 'payload_too_large' };
+    const read = await readBoundedBody(req, { limit, budget, timeoutMs: bodyTimeoutMs });
+    switch (read.kind) {
+      case 'too_large':
+        refuseTooLarge(req, res);
+        return { status: 413, error: 'payload_too_large' };
+      case 'busy':
+        refuseBody(req, res, new ServiceError('busy'));
+        return { status: 503, error: 'busy' };
+      case 'timeout':
+        // Too slow to be anyone's real upload: answered, and the connection goes.
+        writeError(res, new ServiceError('request_timeout'), { connection: 'close' });
+        return { status: 408, error: 'request_timeout' };
+      case 'aborted':
+        return { status: 499 };
+      case 'body':
+        break;
     }
-    if (read.kind === 'aborted') return { status: 499 };
 
     // Policy's own `authz` span joins this trace through the traceparent sent with the check;
     // the renderer's joins it through the same headers (one edge span is the parent of both).
@@ -127,6 +175,9 @@ export function createEdge(options: EdgeOptions): Edge {
       // Policy cannot be asked: nobody is refused for it and nothing is leased (Envoy status_on_error).
       writeError(res, new ServiceError('busy'));
       return { status: 503, error: 'busy' };
+    } finally {
+      // Checked: from here the body is a known caller's, bounded by its plan's concurrency.
+      budget.give(read.held);
     }
     span.setAttribute('tintype.authz.allowed', decision.allowed);
 
@@ -195,7 +246,23 @@ export function createEdge(options: EdgeOptions): Edge {
       });
   }
 
-  const server = http.createServer(handle);
+  const server = http.createServer({
+    headersTimeout: headersTimeoutMs,
+    // Node's backstop for a request that is never complete; the body's own timer answers first.
+    requestTimeout: headersTimeoutMs + bodyTimeoutMs + 5_000,
+    connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
+  }, handle);
+  server.maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
+  // Node's own answers to a broken or slow request, with the spec's JSON where it has a code.
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: import('node:stream').Duplex) => {
+    const inFlightAnswer = (socket as { _httpMessage?: ServerResponse })._httpMessage;
+    if (err.code === 'ECONNRESET' || !socket.writable || inFlightAnswer?.headersSent === true) {
+      socket.destroy();
+      return;
+    }
+    socket.end(clientErrorAnswer(err.code));
+    setTimeout(() => socket.destroy(), 1_000).unref();
+  });
   // curl and others ask before sending a large body: a body announced too large is refused unsent.
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     if (announcedTooLarge(req, limit) && (req.url ?? '').startsWith(ROUTED_PREFIX)) {
@@ -219,7 +286,7 @@ export function createEdge(options: EdgeOptions): Edge {
       accepting = false;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const deadline = Date.now() + (options.renderTimeoutMs ?? 30_000) + UPSTREAM_MARGIN_MS;
+      const deadline = Date.now() + (options.renderTimeoutMs ?? 30_000) + margin;
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       server.closeAllConnections();
       await closed;
@@ -229,5 +296,6 @@ export function createEdge(options: EdgeOptions): Edge {
     healthy: () => accepting,
     port: () => (server.address() as AddressInfo).port,
     inFlight: () => inFlight,
+    bufferedBytes: () => budget.held(),
   };
 }

@@ -1,11 +1,16 @@
 /**
- * The route to the renderer: the buffered body and the client's headers, minus the key and any
+ * The route to the renderers: the buffered body and the client's headers, minus the key and any
  * lease header a client tried to forge, plus the lease headers policy granted (docs/architecture.md §2).
  * The answer streams back with the rate-limit position added. A client that goes away aborts
- * the upstream request at once, so the renderer frees the slot and settles not metered.
+ * the upstream request at once, so the renderer frees the slot and settles not metered. With
+ * more than one renderer, a 503 or a refused connection is tried once more on another one with
+ * the same lease (as envoy/envoy.yaml's retry policy with `previous_hosts`); the renderer that
+ * answered 503 left the lease open for it. The whole exchange is bounded like Envoy's route
+ * timeout: an answer still streaming at the render budget plus the margin is cut.
  */
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ATTEMPT_HEADER, LEASE_ATTEMPTS } from '../../lib/policy-contract.ts';
 import { STRIPPED_UPSTREAM_HEADERS } from './contract.ts';
 import type { Headers } from './answers.ts';
 
@@ -14,7 +19,7 @@ const HOP_BY_HOP = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate',
   'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'content-length',
 ]);
-const NOT_UPSTREAM = new Set<string>([...HOP_BY_HOP, ...STRIPPED_UPSTREAM_HEADERS, 'traceparent', 'tracestate']);
+const NOT_UPSTREAM = new Set<string>([...HOP_BY_HOP, ...STRIPPED_UPSTREAM_HEADERS, ATTEMPT_HEADER, 'traceparent', 'tracestate']);
 
 /** Client headers as they go upstream: the key and forged lease headers removed. */
 export function upstreamRequestHeaders(client: http.IncomingHttpHeaders, granted: Headers, trace: Headers, bodyLength: number): http.OutgoingHttpHeaders {
@@ -67,48 +72,75 @@ function closedUnderUs(ureq: http.ClientRequest, err: unknown): boolean {
   return ureq.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE');
 }
 
-/** A forwarder to the renderer at `rendererUrl`; `timeoutMs` bounds the wait for answer headers. */
-export function createUpstream(rendererUrl: string, timeoutMs: number): Upstream {
-  const base = new URL(rendererUrl);
+/** A renderer that could not be reached at all: the request never arrived (Envoy's `connect-failure`). */
+function refusedConnect(err: unknown): boolean {
+  return (err as { code?: unknown }).code === 'ECONNREFUSED';
+}
+
+/**
+ * A forwarder to the renderers at `rendererUrls`, taken in turn; `timeoutMs` bounds the whole
+ * exchange, from sending the request to the answer's last byte.
+ */
+export function createUpstream(rendererUrls: readonly string[], timeoutMs: number): Upstream {
+  if (rendererUrls.length === 0) throw new Error('no renderer to route to');
+  const bases = rendererUrls.map((u) => new URL(u));
   // `timeout` on the agent drops free sockets idle that long (a socket in use only gets an event nobody acts on).
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1024, timeout: UPSTREAM_IDLE_MS });
+  const retries = bases.length > 1;
+  let next = 0;
   return {
     forward(req, res, body, granted, client, trace, clientGone) {
       // Gone while the check was made: nothing is sent, so nothing is rendered or metered.
       if (clientGone.aborted) return Promise.resolve({ kind: 'client_gone' });
+      const first = next;
+      next = (next + 1) % bases.length;
       return new Promise((resolve) => {
         let settled = false;
+        let ureq: http.ClientRequest | undefined;
         const done = (o: UpstreamOutcome): void => {
           if (settled) return;
           settled = true;
+          clearTimeout(timer);
           clientGone.removeEventListener('abort', onClientGone);
           resolve(o);
         };
-        const headers = upstreamRequestHeaders(req.headers, granted, trace, body.length);
-        let ureq: http.ClientRequest;
+        // Envoy's route timeout: no answer by then is a 504; an answer still streaming is cut,
+        // and stays settled as what the renderer committed.
         const timer = setTimeout(() => {
-          ureq.destroy();
-          done({ kind: 'timeout' });
+          ureq?.destroy();
+          if (res.headersSent) {
+            res.destroy();
+            done({ kind: 'answered', status: res.statusCode, complete: false });
+          } else done({ kind: 'timeout' });
         }, timeoutMs);
         // The client went away before its answer was complete: abort the render now.
         const onClientGone = (): void => {
-          clearTimeout(timer);
-          ureq.destroy();
+          ureq?.destroy();
           done({ kind: 'client_gone' });
         };
         clientGone.addEventListener('abort', onClientGone, { once: true });
-        const attempt = (mayRetry: boolean): void => {
-          ureq = http.request({
-            host: base.hostname,
-            port: base.port,
-            method: req.method,
-            path: req.url,
-            headers,
-            agent,
-          });
-          ureq.once('response', (ures) => {
-            clearTimeout(timer);
+        const attempt = (number: number, mayResend: boolean): void => {
+          const base = bases[(first + number - 1) % bases.length]!;
+          const headers = upstreamRequestHeaders(req.headers, granted, trace, body.length);
+          // Said only when a retry may follow, so a renderer alone closes its lease on a 503 as before.
+          if (retries) headers[ATTEMPT_HEADER] = String(number);
+          const mayRetry = retries && number < LEASE_ATTEMPTS;
+          const sent = http.request({ host: base.hostname, port: base.port, method: req.method, path: req.url, headers, agent });
+          ureq = sent;
+          sent.once('response', (ures) => {
+            if (settled) return ures.resume();
             const status = ures.statusCode ?? 502;
+            if (status === 503 && mayRetry) {
+              // Nothing was rendered and the lease is still open: the next renderer gets it.
+              ures.resume();
+              ures.once('end', () => {
+                if (!settled) attempt(number + 1, true);
+              });
+              ures.once('error', () => {
+                if (!settled) attempt(number + 1, true);
+              });
+              return;
+            }
             res.writeHead(status, clientResponseHeaders(ures.headers, client));
             ures.pipe(res);
             ures.once('end', () => done({ kind: 'answered', status, complete: true }));
@@ -123,16 +155,18 @@ export function createUpstream(rendererUrl: string, timeoutMs: number): Upstream
               }
             });
           });
-          const sent = ureq;
           sent.once('error', (err) => {
             if (settled) return;
             // The body is held, so the request goes again, once, on a new connection (as Envoy
             // retries a reset before any answer); otherwise its lease would wait for expiry.
-            if (mayRetry && !res.headersSent && closedUnderUs(sent, err)) {
-              attempt(false);
+            if (mayResend && !res.headersSent && closedUnderUs(sent, err)) {
+              attempt(number, false);
               return;
             }
-            clearTimeout(timer);
+            if (mayRetry && !res.headersSent && refusedConnect(err)) {
+              attempt(number + 1, true);
+              return;
+            }
             if (res.headersSent) {
               res.destroy();
               done({ kind: 'answered', status: res.statusCode, complete: false });
@@ -140,7 +174,7 @@ export function createUpstream(rendererUrl: string, timeoutMs: number): Upstream
           });
           sent.end(body);
         };
-        attempt(true);
+        attempt(1, true);
       });
     },
     close() {

@@ -6,7 +6,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
-import type { Config } from '../../lib/config.ts';
+import { requireLeaseSecrets, type Config } from '../../lib/config.ts';
+import { leaseKeys } from '../../lib/lease.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Registry } from '../../lib/metrics.ts';
@@ -101,6 +102,8 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
     pool, cache, judge: options.judge, maxOutputBytes: config.maxOutputBytes, renderTimeoutMs: config.renderTimeoutMs, now,
   });
   const pendingSettles = new Set<Promise<void>>();
+  // Only a lease policy signed gets any work done (README "Security").
+  const leases = leaseKeys(requireLeaseSecrets(config));
 
   const onAnswered = (a: Answered): void => {
     const op = a.operation ?? 'unknown';
@@ -115,6 +118,11 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
       operation: op, status: a.status, error: a.errorCode, reason: a.state.rejectReason, cache: a.cache,
       blocked: a.blocked, duration_ms: a.durationMs, query: a.state.ogQuery,
     });
+    if (a.leaseLeftOpen) {
+      // The edge retries this lease on another renderer, which settles it (lib/policy-contract.ts).
+      accepted -= 1;
+      return;
+    }
     const settling = settleWithRetry(settler, {
       lease: a.lease, status: a.status,
       ...(a.errorCode !== undefined ? { error: a.errorCode } : {}),
@@ -135,7 +143,7 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
   const app = new Koa<RendererState>();
   app.silent = true; // errorAnswers logs what needs logging; Koa's default would print stacks.
   app.use(errorAnswers(logger));
-  app.use(requestScope({ now, onAccepted, onAnswered }));
+  app.use(requestScope({ now, verifyLease: (token) => leases.verify(token), onAccepted, onAnswered }));
   const og = options.og === undefined ? undefined : ogRoute(options.og, cache, config.maxOutputBytes);
   for (const mw of v1Routes(operations, og)) app.use(mw);
 

@@ -65,7 +65,7 @@ async function main(): Promise<void> {
   const servicePort = (service.address() as net.AddressInfo).port;
   const edge = createEdge({
     policyUrl: env('POLICY_URL'),
-    rendererUrl: `http://127.0.0.1:${servicePort}`,
+    rendererUrls: [`http://127.0.0.1:${servicePort}`],
     host: '0.0.0.0',
     port: Number(env('PORT')),
     openapi: openapiJson(),

@@ -22,7 +22,7 @@ async function rig(t: { teardown(fn: () => unknown): void }, extra: { policyUrl?
   const metrics = new Registry();
   const edge = createEdge({
     policyUrl: extra.policyUrl ?? policy.url,
-    rendererUrl: extra.rendererUrl ?? renderer.url,
+    rendererUrls: [extra.rendererUrl ?? renderer.url],
     host: '127.0.0.1',
     port: 0,
     openapi: OPENAPI,

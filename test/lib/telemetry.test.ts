@@ -38,7 +38,7 @@ t.test('on with an endpoint: edge ▸ policy ▸ renderer in one trace, exported
   t.equal(tel.enabled, true);
   const policy = await policyStub();
   const renderer = await rendererStub();
-  const edge = createEdge({ policyUrl: policy.url, rendererUrl: renderer.url, host: '127.0.0.1', port: 0, openapi: Buffer.from('{}'), logger: quiet });
+  const edge = createEdge({ policyUrl: policy.url, rendererUrls: [renderer.url], host: '127.0.0.1', port: 0, openapi: Buffer.from('{}'), logger: quiet });
   await edge.start();
   t.teardown(async () => {
     await edge.stop();
