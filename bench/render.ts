@@ -42,6 +42,8 @@ import { chromiumExecutable, createBrowserPool } from '../renderer/browser/index
 import { descendants } from '../test/renderer/server/procs.ts';
 import { createMemoryCgroup, type MemoryCgroup } from './cgroup.ts';
 import { percentile, printMachine, round2, treeCpuSeconds } from './machine.ts';
+import { randomBytes } from 'node:crypto';
+import { leaseKeys } from '../lib/lease.ts';
 
 const { values: opts } = parseArgs({
   args: process.argv.slice(3),
@@ -113,6 +115,9 @@ async function measure(side: Side, kind: Kind, concurrency: number, count: numbe
   };
 }
 
+/** The lease secret of the renderer under test; the bench signs its leases as policy would. */
+const BENCH_LEASE_SECRET = randomBytes(32).toString('base64url');
+
 /** The renderer under test: `bin/tintype renderer` with its own guard, on free ports. */
 async function startRenderer(dir: string, cgroup: MemoryCgroup | undefined): Promise<{ child: ChildProcess; base: string; admin: string }> {
   const env = {
@@ -124,6 +129,7 @@ async function startRenderer(dir: string, cgroup: MemoryCgroup | undefined): Pro
     TINTYPE_SLOTS: String(SLOTS),
     TINTYPE_LOG_LEVEL: 'info',
     CHROMIUM_PATH: CHROMIUM,
+    TINTYPE_LEASE_SECRET: BENCH_LEASE_SECRET,
   };
   const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'renderer'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   // Before it starts Chromium (node takes its time loading first), so the whole tree is counted.
@@ -154,11 +160,14 @@ async function startRenderer(dir: string, cgroup: MemoryCgroup | undefined): Pro
 
 function rendererClient(base: string): RenderOnce {
   let lease = 0;
+  const leases = leaseKeys([BENCH_LEASE_SECRET]);
   return async (kind, html) => {
     lease += 1;
+    // Signed as policy signs a lease: the renderer checks every one before any work.
+    const signed = leases.sign({ id: `bench-${lease}`, keyId: 'key_bench', operation: kind, expiresAt: Date.now() + 3_600_000 });
     const res = await fetch(`${base}/v1/${kind}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-tintype-lease': `bench-${lease}` },
+      headers: { 'content-type': 'application/json', 'x-tintype-lease': signed },
       body: JSON.stringify(kind === 'pdf' ? { html } : { html, width: 800, height: 600 }),
     });
     const body = await res.arrayBuffer();

@@ -15,6 +15,7 @@ import type { PolicyStore, UsageRecord } from '../../policy/store/store.ts';
 import { type Reply, pooledClient, request } from './http.ts';
 import { type PolicyProcess, runTintype, startPolicyProcess } from './process.ts';
 import { type StoreKind, storeHome } from './stores.ts';
+import { leaseIdOf } from '../lib/leases.ts';
 
 const PLANS_DOC = {
   plans: {
@@ -190,14 +191,16 @@ export function processSuite(t: Test, kind: StoreKind): void {
     t.ok(await until(async () => (await store.openLeases(key.id)) === 0, 30_000), 'every open lease expired');
 
     const ledger = await store.usage(key.id);
+    // The ledger knows a lease by its id; the renderer settles it with the signed lease.
     const byLease = new Map<string, UsageRecord>(ledger.map((u) => [u.leaseId, u]));
+    const grantedIds = new Set([...granted].map(leaseIdOf));
     t.equal(byLease.size, ledger.length, 'one usage record per lease: nothing counted twice');
     let missing = 0;
     let wrong = 0;
     let unrecorded = 0;
     let recordedAnyway = 0;
     for (const [lease, [outcome, metered]] of acked) {
-      const u = byLease.get(lease);
+      const u = byLease.get(leaseIdOf(lease));
       if (metered === undefined) {
         unrecorded++;
         if (u !== undefined) recordedAnyway++;
@@ -210,17 +213,17 @@ export function processSuite(t: Test, kind: StoreKind): void {
     t.ok(unrecorded > 0, 'the load settled 400s and 503s');
     t.equal(recordedAnyway, 0, `no acknowledged 400 or 503 (${unrecorded}) wrote usage`);
     for (const [lease, { outcome: [outcome, metered], answeredAt }] of retried) {
-      const u = byLease.get(lease);
+      const u = byLease.get(leaseIdOf(lease));
       if (u?.outcome === 'settled') t.match(u, { status: outcome.status, metered }, 'a retried settle landed');
       else if (u === undefined) t.equal(metered, undefined, 'a retried 400 or 503 closed its lease with no usage');
       else t.ok(u.recordedAt <= answeredAt, 'or the lease had expired before the retry was answered');
     }
-    t.ok([...abandoned].every((l) => byLease.get(l)?.outcome === 'unsettled'), `abandoned leases (${abandoned.size}) are recorded unsettled`);
+    t.ok([...abandoned].every((l) => byLease.get(leaseIdOf(l))?.outcome === 'unsettled'), `abandoned leases (${abandoned.size}) are recorded unsettled`);
     const closedUnrecorded = (l: string): boolean => (acked.get(l) ?? retried.get(l)?.outcome)?.[1] === undefined &&
       (acked.has(l) || retried.has(l));
-    t.ok([...granted].every((l) => byLease.has(l) || closedUnrecorded(l)),
+    t.ok([...granted].every((l) => byLease.has(leaseIdOf(l)) || closedUnrecorded(l)),
       `every granted lease (${granted.size}) has its record, but those closed by a 400 or a 503`);
-    t.ok(ledger.every((u) => granted.has(u.leaseId) || u.outcome === 'unsettled'),
+    t.ok(ledger.every((u) => grantedIds.has(u.leaseId) || u.outcome === 'unsettled'),
       'the ledger holds only leases a client saw, or ones granted as the process died and expired since');
     // A repeated settle of an acknowledged 400 or 503 is still idempotent after the restart.
     const again = [...acked].filter(([, [, metered]]) => metered === undefined).slice(0, 5);
@@ -291,7 +294,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     t.equal(await store.inFlight(k.id), 0, 'its place is free');
     const month = (await store.usage(k.id))[0]?.month ?? '';
     t.equal(await store.monthUsed(k.id, month), 0, 'its reservation is returned');
-    t.match(await store.usage(k.id), [{ leaseId: held.headers['x-tintype-lease'], outcome: 'unsettled', metered: false, status: null }]);
+    t.match(await store.usage(k.id), [{ leaseId: leaseIdOf(String(held.headers['x-tintype-lease'])), outcome: 'unsettled', metered: false, status: null }]);
     const late = await request(proc.port, 'POST', '/settle', {}, JSON.stringify({ lease: held.headers['x-tintype-lease'], status: 200, cache: 'miss' }));
     t.equal(late.status, 204, 'a late settle is acknowledged (idempotent)');
     t.equal((await store.usage(k.id)).length, 1, 'and changes nothing');

@@ -10,6 +10,8 @@ import { BUILT_IN_PLANS } from '../../policy/plans.ts';
 import { createPolicyServer } from '../../policy/server.ts';
 import { type StoreKind, fakeClock, storeHome } from './stores.ts';
 import { type Reply, pooledClient, request } from './http.ts';
+import { leaseKeys } from '../../lib/lease.ts';
+import { leaseIdOf, signedLease, testLeaseKeys } from '../lib/leases.ts';
 
 const PLANS = {
   ...BUILT_IN_PLANS,
@@ -42,7 +44,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const k = await key('starter');
     const r = await request(port, 'GET', '/authz/v1/ping', { authorization: `Bearer ${k.secret}`, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
     t.equal(r.status, 200);
-    t.match(r.headers['x-tintype-lease'], /^[A-Za-z0-9_-]{16,}$/);
+    t.match(testLeaseKeys.verify(String(r.headers['x-tintype-lease'])), { operation: 'ping' }, 'the lease is signed with TINTYPE_LEASE_SECRET');
     t.equal(r.headers['x-tintype-key'], k.id);
     t.equal(r.headers['x-ratelimit-limit'], '120');
     t.equal(r.headers['x-ratelimit-remaining'], '119');
@@ -166,8 +168,8 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     t.equal((await request(port, 'POST', '/settle', {}, refusedBody)).status, 204, 'again: 204');
     t.equal((await store.usage(k.id)).length, 1, 'the 400 wrote no usage');
     t.equal(await store.inFlight(k.id), 0, 'and freed its place');
-    const unknown = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: 'nope', status: 200 }));
-    t.equal(unknown.status, 404);
+    const unknown = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: signedLease('screenshot'), status: 200 }));
+    t.equal(unknown.status, 404, 'a signed lease policy never granted: 404');
     for (const bad of ['', '{', '[]', JSON.stringify({ lease, status: 'ok' })]) {
       const r = await request(port, 'POST', '/settle', {}, bad);
       t.equal(r.status, 400, bad);
@@ -175,6 +177,35 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     }
     t.equal((await request(port, 'POST', '/settle', {}, 'x'.repeat(5000))).status, 413);
     t.equal((await request(port, 'GET', '/settle')).status, 405);
+  });
+
+  t.test('settle takes only a lease policy signed: a forged one changes nothing', async (t) => {
+    const { port, key, store } = await serve(t, kind);
+    const k = await key('free');
+    const a = await request(port, 'POST', '/authz/v1/screenshot', { authorization: `Bearer ${k.secret}` });
+    t.equal(a.status, 200);
+    const granted = String(a.headers['x-tintype-lease']);
+    const claims = testLeaseKeys.verify(granted)!;
+    const month = '2026-08';
+    const before = { used: await store.monthUsed(k.id, month), inFlight: await store.inFlight(k.id), open: await store.openLeases(k.id) };
+    const forgedRows: Array<[string, string]> = [
+      ['made up', 'lease-of-nobody'],
+      ['the granted id with another secret', leaseKeys(['another-secret-0123456789abcdefghijkl']).sign(claims)],
+      ['the granted id, signature of another lease', `${leaseIdOf(granted)}.${claims.keyId}.${claims.operation}.${claims.expiresAt}.${signedLease('screenshot').split('.')[4]}`],
+      ['the granted lease with a later expiry, signature kept', granted.replace(`.${claims.expiresAt}.`, `.${claims.expiresAt + 1}.`)],
+      ['the bare lease id', leaseIdOf(granted)],
+    ];
+    for (const [name, lease] of forgedRows) {
+      const r = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease, status: 200, cache: 'miss' }));
+      t.equal(r.status, 401, `${name}: 401`);
+      t.same(JSON.parse(r.body), { error: 'unauthorized' }, `${name}: body`);
+    }
+    t.same(await store.usage(k.id), [], 'no usage written');
+    t.same({ used: await store.monthUsed(k.id, month), inFlight: await store.inFlight(k.id), open: await store.openLeases(k.id) }, before,
+      'the lease is still open, its place and reservation held');
+    const real = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: granted, status: 200, cache: 'miss' }));
+    t.equal(real.status, 204, 'the signed lease settles');
+    t.match(await store.usage(k.id), [{ leaseId: leaseIdOf(granted), metered: true }]);
   });
 
   t.test('health: live always, ready when the store answers', async (t) => {

@@ -6,6 +6,7 @@ import { createLogger } from '../../lib/log.ts';
 import { createPolicyServer } from '../../policy/server.ts';
 import { openPostgresStore } from '../../policy/store/postgres.ts';
 import { request } from './http.ts';
+import { TEST_LEASE_SECRET, signedLease } from '../lib/leases.ts';
 
 t.test('store down at check time: 503 busy with retry-after 1, not ready', async (t) => {
   // A port that was just free: connecting to it is refused.
@@ -16,7 +17,7 @@ t.test('store down at check time: 503 busy with retry-after 1, not ready', async
 
   const lines: string[] = [];
   const store = openPostgresStore({ url: `postgres://postgres@127.0.0.1:${deadPort}/none`, poolSize: 2 });
-  const config = loadConfig({ PORT: '0' });
+  const config = loadConfig({ PORT: '0', TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET });
   const server = createPolicyServer({ config, logger: createLogger('policy', { sink: (l) => lines.push(l) }), store, host: '127.0.0.1' });
   await t.rejects(server.start(), 'start-up needs its store (migrations)');
   t.teardown(() => server.stop());
@@ -32,7 +33,7 @@ t.test('store down at check time: 503 busy with retry-after 1, not ready', async
   t.equal(r.status, 503);
   t.equal(r.body, '{"error":"busy"}');
   t.equal(r.headers['retry-after'], '1');
-  t.equal((await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: 'abc', status: 200 }))).status, 503);
+  t.equal((await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: signedLease('ping'), status: 200 }))).status, 503);
   t.equal((await request(port, 'GET', '/healthz/ready')).status, 503);
   t.equal((await request(port, 'GET', '/healthz/live')).status, 200);
   t.ok(lines.some((l) => l.includes('store_unavailable')), 'the failure is logged');

@@ -7,6 +7,8 @@
  */
 import t from 'tap';
 import { settleIsMetered } from '../../../lib/policy-contract.ts';
+import { leaseKeys } from '../../../lib/lease.ts';
+import { signedLease } from '../../lib/leases.ts';
 import { get, newLease, post, startHarness, until } from './harness.ts';
 
 const h = await startHarness();
@@ -185,21 +187,34 @@ t.test('the guard judges the page address: 422 url_rejected with its reason, bef
   t.ok(settled.every((s) => s.status === 422 && s.error === 'url_rejected' && !settleIsMetered(s)), '422 settled, not metered');
 });
 
-t.test('the lease: only the edge calls the renderer', async (t) => {
+t.test('the lease: only a lease policy signed gets any work done', async (t) => {
   const settledBefore = h.settler.settled.length;
-  const none = await post(h, 'html-to-image', { html: 'x' }, { lease: null });
-  t.equal(none.status, 401);
-  t.same(none.json(), { error: 'unauthorized' });
-  const bad = await post(h, 'html-to-image', { html: 'x' }, { lease: 'not a lease!' });
-  t.equal(bad.status, 401);
+  const rendersBefore = h.pool.stats().renders;
+  const body = { html: `<p>lease ${process.pid}</p>`, width: 40, height: 30 };
+  const claims = { id: 'lease-made-up-1', keyId: 'key_test', operation: 'html-to-image' as const, expiresAt: Date.now() + 60_000 };
+  const rows: Array<[string, string | null]> = [
+    ['no lease', null],
+    ['not a lease', 'not a lease!'],
+    ['a bare lease id, the old form', 'test-lease-1'],
+    ['made up, signed with another secret', leaseKeys(['another-secret-0123456789abcdefghijkl']).sign(claims)],
+    ['expired', signedLease('html-to-image', { expiresAt: Date.now() - 1 })],
+    ['a lease for another operation (ping holds no render place)', signedLease('ping')],
+    ['a signed lease with its expiry pushed back', signedLease('html-to-image', { expiresAt: Date.now() - 1 }).replace(/\.(\d+)\./, (_m, e: string) => `.${Number(e) + 3_600_000}.`)],
+  ];
+  for (const [name, lease] of rows) {
+    const a = await post(h, 'html-to-image', body, { lease });
+    t.equal(a.status, 401, `${name}: 401`);
+    t.same(a.json(), { error: 'unauthorized' }, `${name}: body`);
+  }
+  t.equal(h.pool.stats().renders, rendersBefore, 'nothing rendered');
   const ping = await get(h, '/v1/ping');
-  t.equal(ping.status, 200);
+  t.equal(ping.status, 200, 'a signed lease for the operation is served');
   const settled = (await h.settler.waitFor(settledBefore + 1)).slice(settledBefore);
-  t.equal(settled.length, 1, 'the two 401s settle nothing (there is no lease to settle)');
+  t.equal(settled.length, 1, 'the 401s settle nothing (there is no lease to settle)');
 });
 
 t.test('a failed settle is retried until it lands, and lands once', async (t) => {
-  const lease = newLease();
+  const lease = newLease('ping');
   const attempts = h.settler.attempts;
   h.settler.failNext(2);
   t.equal((await get(h, '/v1/ping', lease)).status, 200);
@@ -209,7 +224,7 @@ t.test('a failed settle is retried until it lands, and lands once', async (t) =>
 });
 
 t.test('ping, unknown paths and methods', async (t) => {
-  const lease = newLease();
+  const lease = newLease('ping');
   const settledBefore = h.settler.settled.length;
   const ping = await get(h, '/v1/ping', lease);
   t.equal(ping.status, 200);

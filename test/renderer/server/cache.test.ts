@@ -24,7 +24,7 @@ async function suite(t: Test, h: Harness): Promise<void> {
     t.equal(miss.status, 200);
     t.equal(miss.headers.get('x-cache'), 'miss');
     t.equal(miss.headers.get('x-render-blocked'), '1');
-    const lease = newLease();
+    const lease = newLease('html-to-image');
     const hit = await post(h, 'html-to-image', { html: BLOCKED_HTML, width: 40, height: 30 }, { lease });
     t.equal(hit.status, 200);
     t.equal(hit.headers.get('x-cache'), 'hit');

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { LEASE_HEADER, SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
+import { TEST_LEASE_SECRET, signedLease } from '../../lib/leases.ts';
 import { SITE_HOST, pngSize, startSite, until } from './harness.ts';
 import { alive, descendants } from './procs.ts';
 
@@ -48,6 +49,7 @@ t.test('SIGTERM finishes the render in flight, settles it, closes Chromium and e
     PORT: '0',
     TINTYPE_ADMIN_PORT: '0',
     TINTYPE_DATA_DIR: dir,
+    TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET,
     TINTYPE_POLICY_URL: `http://127.0.0.1:${(policy.address() as AddressInfo).port}`,
     GUARD_ALLOW_CIDRS: `${SITE_HOST}/32`,
     TINTYPE_RENDER_TIMEOUT_MS: '20000',
@@ -85,7 +87,7 @@ t.test('SIGTERM finishes the render in flight, settles it, closes Chromium and e
   }
   t.equal(ready, 200, 'ready once its own guard passed the self-test');
 
-  const lease = 'cmd-test-lease-1';
+  const lease = signedLease('screenshot');
   const rendering = fetch(`${base}/v1/screenshot`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', [LEASE_HEADER]: lease },

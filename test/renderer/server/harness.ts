@@ -11,7 +11,8 @@ import path from 'node:path';
 import { loadConfig, type Config } from '../../../lib/config.ts';
 import { createLogger, type Logger } from '../../../lib/log.ts';
 import { Registry } from '../../../lib/metrics.ts';
-import { LEASE_HEADER, type SettleRequest, type Settler } from '../../../lib/policy-contract.ts';
+import { LEASE_HEADER, operationFor, type Operation, type SettleRequest, type Settler } from '../../../lib/policy-contract.ts';
+import { TEST_LEASE_SECRET, signedLease } from '../../lib/leases.ts';
 import { createGuard, judgeUrl, type Guard } from '../../../guard/index.ts';
 import { createBrowserPool, type BrowserPool } from '../../../renderer/browser/index.ts';
 import { FileCache, type RenderCache } from '../../../renderer/cache/index.ts';
@@ -121,12 +122,9 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-let leaseCounter = 0;
-
-/** A fresh lease id, as the edge would send it. */
-export function newLease(): string {
-  leaseCounter += 1;
-  return `test-lease-${process.pid}-${leaseCounter}`;
+/** A fresh lease for `operation`, signed as policy would sign it, as the edge would send it. */
+export function newLease(operation: Operation): string {
+  return signedLease(operation);
 }
 
 /** Starts guard, pool, cache and server; waits until the pool's self-test passed. */
@@ -139,6 +137,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     TINTYPE_ISOLATION: 'netns',
     TINTYPE_LOG_LEVEL: 'error',
     GUARD_ALLOW_CIDRS: `${SITE_HOST}/32`,
+    TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET,
     ...options.env,
   });
   const logger = options.logSink !== undefined
@@ -203,7 +202,7 @@ export async function post(
   options: { contentType?: string; raw?: string; lease?: string | null; signal?: AbortSignal; headers?: Record<string, string> } = {},
 ): Promise<Answer> {
   const headers: Record<string, string> = { ...options.headers, 'content-type': options.contentType ?? 'application/json' };
-  if (options.lease !== null) headers[LEASE_HEADER] = options.lease ?? newLease();
+  if (options.lease !== null) headers[LEASE_HEADER] = options.lease ?? newLease(operation as Operation);
   const res = await fetch(`${h.base}/v1/${operation}`, {
     method: 'POST',
     headers,
@@ -214,7 +213,9 @@ export async function post(
 }
 
 /** GETs a /v1 path with a lease. */
-export async function get(h: Pick<Harness, 'base'>, pathAndQuery: string, lease: string | null = newLease()): Promise<Answer> {
+export async function get(
+  h: Pick<Harness, 'base'>, pathAndQuery: string, lease: string | null = newLease(operationFor(pathAndQuery) ?? 'ping'),
+): Promise<Answer> {
   const res = await fetch(`${h.base}${pathAndQuery}`, { headers: lease === null ? {} : { [LEASE_HEADER]: lease } });
   return answerOf(res);
 }

@@ -59,10 +59,10 @@ async function settledOf(lease: string) {
 }
 
 t.test('503 busy with retry-after: 1 at once when every slot is taken, not metered', async (t) => {
-  const first = newLease();
+  const first = newLease('screenshot');
   const holding = post(h, 'screenshot', { url: `${site.origin}/hold` }, { lease: first });
   await until(() => h.pool.stats().busy === 1, 'the slot to be taken');
-  const lease = newLease();
+  const lease = newLease('html-to-image');
   const busy = await post(h, 'html-to-image', { html: '<p>x</p>' }, { lease });
   t.equal(busy.status, 503);
   t.same(busy.json(), { error: 'busy' });
@@ -84,7 +84,7 @@ t.test('504 render_timeout when networkidle never comes; the slot is freed', asy
     ['pdf', { html: `<p>busy</p><script>fetch("${site.origin}/hold")</script>`, waitUntil: 'networkidle' }],
     ['pdf', { url: `${site.origin}/never-idle`, waitUntil: 'networkidle' }],
   ] as const) {
-    const lease = newLease();
+    const lease = newLease(op);
     const a = await post(h, op, body, { lease });
     t.equal(a.status, 504, `${op}: 504`);
     t.same(a.json(), { error: 'render_timeout' }, `${op}: body`);
@@ -114,7 +114,7 @@ t.test('markup and pages settle for every waitUntil; networkidle when the networ
 });
 
 t.test('502 render_too_large past TINTYPE_MAX_OUTPUT_BYTES, metered, not cached', async (t) => {
-  const leases = [newLease(), newLease()];
+  const leases = [newLease('html-to-image'), newLease('html-to-image')];
   for (const lease of leases) {
     const a = await post(h, 'html-to-image', { html: NOISE, width: 600, height: 600 }, { lease });
     t.equal(a.status, 502);
@@ -125,7 +125,7 @@ t.test('502 render_too_large past TINTYPE_MAX_OUTPUT_BYTES, metered, not cached'
   }
   const small = await post(h, 'html-to-image', { html: NOISE, width: 50, height: 50 });
   t.equal(small.status, 200, 'a small render of the same markup fits');
-  const pdfLease = newLease();
+  const pdfLease = newLease('pdf');
   const pdf = await post(h, 'pdf', { html: NOISE }, { lease: pdfLease });
   t.equal(pdf.status, 502, 'pdf: cut off while reading the stream');
   t.same(pdf.json(), { error: 'render_too_large' });
@@ -134,7 +134,7 @@ t.test('502 render_too_large past TINTYPE_MAX_OUTPUT_BYTES, metered, not cached'
 });
 
 t.test('a client that goes away: the render stops, the slot is freed, the lease settles once', async (t) => {
-  const lease = newLease();
+  const lease = newLease('screenshot');
   const controller = new AbortController();
   // A URL of its own: /hold was cached by the busy test.
   const gone = post(h, 'screenshot', { url: `${site.origin}/hold?client=gone` }, { lease, signal: controller.signal }).catch((e: Error) => e);
@@ -154,7 +154,7 @@ t.test('a client that goes away: the render stops, the slot is freed, the lease 
 t.test('503 guard_unverified until the self-test passes; ready fails, live does not', async (t) => {
   const blind = await startHarness({ poolGuardSocket: path.join(h.dir, 'no-guard-here.sock'), awaitSelfTest: false });
   t.teardown(() => blind.close());
-  const lease = newLease();
+  const lease = newLease('html-to-image');
   const a = await post(blind, 'html-to-image', { html: '<p>x</p>' }, { lease });
   t.equal(a.status, 503);
   t.same(a.json(), { error: 'guard_unverified' });

@@ -6,6 +6,7 @@
 import t from 'tap';
 import { createOgDrawer } from '../../../renderer/og/index.ts';
 import { get, newLease, post, startHarness, startSite, until } from './harness.ts';
+import type { Operation } from '../../../lib/policy-contract.ts';
 
 const lines: string[] = [];
 const site = await startSite((_req, res) => {
@@ -37,7 +38,7 @@ t.test('no URL, HTML or key in any log line', async (t) => {
   ];
   const leases: string[] = [];
   for (const [op, body] of calls) {
-    const lease = newLease();
+    const lease = newLease(op as Operation);
     leases.push(lease);
     await post(h, op, body, { headers, lease });
   }
@@ -50,7 +51,7 @@ t.test('no URL, HTML or key in any log line', async (t) => {
 
 t.test('the OG query is on the access line, keys masked', async (t) => {
   lines.length = 0;
-  const lease = newLease();
+  const lease = newLease('og');
   await get(h, '/v1/og?template=title&title=Quarterly%20report&api_key=sk_live_ogquerysecret12345', lease);
   await until(() => h.settler.settled.some((s) => s.lease === lease), 'the settle');
   const access = lines.filter((l) => l.includes('"event":"request"') && l.includes('"operation":"og"'));

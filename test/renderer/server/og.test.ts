@@ -18,7 +18,7 @@ t.teardown(async () => {
 t.test('a card: PNG 1200×630, private cache-control, x-cache miss then hit', async (t) => {
   const before = h.pool.stats().renders;
   const query = `/v1/og?template=title&title=${encodeURIComponent(`Hello ${process.pid}`)}&theme=light`;
-  const lease = newLease();
+  const lease = newLease('og');
   const miss = await get(h, query, lease);
   t.equal(miss.status, 200);
   t.equal(miss.headers.get('content-type'), 'image/png');
@@ -26,7 +26,7 @@ t.test('a card: PNG 1200×630, private cache-control, x-cache miss then hit', as
   t.equal(miss.headers.get('x-cache'), 'miss');
   t.equal(miss.headers.get('x-render-blocked'), null, 'og makes no network request: no blocked count');
   t.same(pngSize(miss.body), { width: 1200, height: 630 });
-  const hitLease = newLease();
+  const hitLease = newLease('og');
   const hit = await get(h, `/v1/og?theme=light&title=${encodeURIComponent(`Hello ${process.pid}`)}&template=title`, hitLease);
   t.equal(hit.headers.get('x-cache'), 'hit', 'identical parameters in another order');
   t.equal(hit.headers.get('cache-control'), 'private, max-age=86400');
@@ -48,7 +48,7 @@ t.test('a bad query is a 400 validator report, unmetered', async (t) => {
     { query: 'template=title&title=x&api_key=sk_abc', fragment: 'api_key' },
   ];
   for (const row of rows) {
-    const lease = newLease();
+    const lease = newLease('og');
     const a = await get(h, `/v1/og?${row.query}`, lease);
     t.equal(a.status, 400, `${row.query}: 400`);
     t.equal(a.json().success, false);

@@ -14,6 +14,7 @@ import { createRendererRole } from '../../../bin/commands/renderer.ts';
 import { loadConfig } from '../../../lib/config.ts';
 import { createLogger } from '../../../lib/log.ts';
 import { SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
+import { TEST_LEASE_SECRET } from '../../lib/leases.ts';
 import { SITE_HOST, newLease, pngSize, post, startSite, until } from './harness.ts';
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-role-'));
@@ -50,6 +51,7 @@ const config = loadConfig({
   TINTYPE_DATA_DIR: dir,
   TINTYPE_LOG_LEVEL: 'error',
   GUARD_ALLOW_CIDRS: `${SITE_HOST}/32`,
+  TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET,
   // Nothing listens here: a render can only work through the role's own guard.
   GUARD_URL: 'http://127.0.0.1:9',
   TINTYPE_POLICY_URL: `http://127.0.0.1:${(policy.address() as AddressInfo).port}`,
@@ -68,7 +70,7 @@ t.test('listens on the host it is given, the public and the admin port alike', a
 
 t.test('renders through its own guard and settles to policy, retrying a failed attempt', async (t) => {
   const h = { base: `http://127.0.0.1:${role.server.address().port}` };
-  const lease = newLease();
+  const lease = newLease('screenshot');
   const a = await post(h, 'screenshot', { url: `${site.origin}/`, width: 32, height: 24 }, { lease });
   t.equal(a.status, 200, 'rendered although GUARD_URL names nothing');
   t.same(pngSize(a.body), { width: 32, height: 24 });
@@ -76,7 +78,7 @@ t.test('renders through its own guard and settles to policy, retrying a failed a
   t.equal(attempts, 2, 'the failed attempt was retried');
   t.same(settles[0], { lease, status: 200, cache: 'miss' });
 
-  const second = newLease();
+  const second = newLease('screenshot');
   const b = await post(h, 'screenshot', { url: `${site.origin}/`, width: 32, height: 24 }, { lease: second });
   t.equal(b.status, 200);
   t.equal(b.headers.get('x-cache'), 'hit');
