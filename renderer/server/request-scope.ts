@@ -56,7 +56,10 @@ export function requestScope(options: {
 
     const lease = ctx.get(LEASE_HEADER);
     const claims = options.verifyLease(lease);
-    if (claims === undefined || claims.operation !== operation || claims.expiresAt <= options.now()) {
+    // A lease is good for the operation it was granted for (a ping lease holds no render place);
+    // a path that names no operation does no work and is answered 404 or 405.
+    const otherOperation = operation !== undefined && claims?.operation !== operation;
+    if (claims === undefined || otherOperation || claims.expiresAt <= options.now()) {
       throw new ServiceError('unauthorized');
     }
 

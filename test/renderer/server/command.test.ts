@@ -112,7 +112,7 @@ t.test('pod isolation as PID 1 (a container with no init): the renderer says an 
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root',
-    PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_DATA_DIR: dir, TINTYPE_ISOLATION: 'pod',
+    PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_DATA_DIR: dir, TINTYPE_ISOLATION: 'pod', TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET,
   };
   // A PID namespace of its own makes the renderer PID 1, as in a container started without an
   // init; the whole namespace goes when unshare's child is killed.
