@@ -48,6 +48,7 @@ const renderErrors = (codes: number[]): Record<string, Schema> => {
   const all: Record<number, Schema> = {
     400: response('ValidationFailed'),
     401: response('Unauthorized'),
+    408: response('RequestTimeout'),
     413: response('PayloadTooLarge'),
     422: response('UrlRejected'),
     429: response('TooManyRequests'),
@@ -82,7 +83,7 @@ export const openapiDocument = {
     summary: 'Screenshots, HTML to PNG, PDF and Open Graph cards, metered per API key.',
     description:
       'Every `/v1` operation needs `authorization: Bearer <API_KEY>`. Branch on the `error` field of an ' +
-      'error body, not on the status alone: several codes share a status. 401, 413 and every 429 and 503 are ' +
+      'error body, not on the status alone: several codes share a status. 401, 408, 413 and every 429 and 503 are ' +
       'not metered; 200, 502 and 504 are; 400 is not; a cache hit is one call.',
   },
   servers: [{ url: '/' }],
@@ -114,7 +115,7 @@ export const openapiDocument = {
             headers: renderHeaders('always', 'no-store'),
             content: { ...binary('image/png'), ...binary('image/jpeg') },
           },
-          ...renderErrors([400, 401, 413, 422, 429, 502, 503, 504]),
+          ...renderErrors([400, 401, 408, 413, 422, 429, 502, 503, 504]),
         },
       },
     },
@@ -129,7 +130,7 @@ export const openapiDocument = {
             headers: renderHeaders('always', 'no-store'),
             content: binary('image/png'),
           },
-          ...renderErrors([400, 401, 413, 422, 429, 502, 503, 504]),
+          ...renderErrors([400, 401, 408, 413, 422, 429, 502, 503, 504]),
         },
       },
     },
@@ -144,7 +145,7 @@ export const openapiDocument = {
             headers: renderHeaders('nonzero', 'no-store'),
             content: binary('application/pdf'),
           },
-          ...renderErrors([400, 401, 413, 422, 429, 502, 503, 504]),
+          ...renderErrors([400, 401, 408, 413, 422, 429, 502, 503, 504]),
         },
       },
     },
@@ -213,6 +214,10 @@ export const openapiDocument = {
         headers: { 'www-authenticate': header('WwwAuthenticate'), ...position },
         content: { [JSON_TYPE]: { schema: ref('Unauthorized') } },
       },
+      RequestTimeout: {
+        description: 'The request headers did not arrive within 10 seconds, or the body within 60 seconds of them; the connection is closed. Checked before the key. Not metered.',
+        content: { [JSON_TYPE]: { schema: ref('RequestTimeout') } },
+      },
       PayloadTooLarge: {
         description: 'Request body over 4,194,304 bytes; checked before the key. Not metered.',
         content: { [JSON_TYPE]: { schema: ref('PayloadTooLarge') } },
@@ -238,7 +243,7 @@ export const openapiDocument = {
         content: { [JSON_TYPE]: { schema: ref('RenderFailed') } },
       },
       Unavailable: {
-        description: 'Every render slot is taken (`busy`, retry after 1 second), or the start-up guard self-test has not passed. Not metered.',
+        description: 'Every render slot is taken, or the service holds as many request bodies not yet authorized as it may (`busy`, retry after 1 second; the latter before the key is checked), or the start-up guard self-test has not passed. Not metered.',
         headers: { 'retry-after': { description: '`1` on `busy`.', schema: { type: 'string', const: '1' } }, ...position },
         content: { [JSON_TYPE]: { schema: { oneOf: [ref('Busy'), ref('GuardUnverified')] } } },
       },
@@ -275,6 +280,7 @@ export const openapiDocument = {
         },
       },
       Unauthorized: errorBody('unauthorized'),
+      RequestTimeout: errorBody('request_timeout'),
       PayloadTooLarge: errorBody('payload_too_large'),
       UrlRejected: errorBody('url_rejected', {
         reason: { type: 'string', enum: ['private_address', 'bad_scheme', 'credentials_in_url', 'bad_host', 'denied_host', 'dns_failure'] },
