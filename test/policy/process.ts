@@ -5,6 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TEST_LEASE_SECRET } from '../lib/leases.ts';
 
 const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tintype');
 
@@ -19,7 +20,7 @@ function command(args: string[]): [string, string[]] {
 
 /** Settings a child inherits from nothing: only PATH, HOME and what the test gives it. */
 function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, HOME: process.env.HOME, TINTYPE_LOG_LEVEL: 'debug', ...env };
+  return { PATH: process.env.PATH, HOME: process.env.HOME, TINTYPE_LOG_LEVEL: 'debug', TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET, ...env };
 }
 
 /** Runs `bin/tintype <args>` to its end; resolves with its exit code and output. */
