@@ -275,7 +275,10 @@ async function measureStore(kind: 'sqlite' | 'postgres', dir: string, plansFile:
     for (let i = 0; i < KEYS; i++) secrets.push((await createKey(store, PLANS, { plan: 'bench' })).secret);
     const gone = await createKey(store, PLANS, { plan: 'bench' });
     await store.revokeKey(gone.id, Date.now());
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_PLANS: plansFile, TINTYPE_LOG_LEVEL: 'info', ...h.env };
+    const env = {
+      PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_PLANS: plansFile, TINTYPE_LOG_LEVEL: 'info',
+      TINTYPE_LEASE_SECRET: randomBytes(32).toString('base64url'), ...h.env,
+    };
     const { port, child } = await startChild(TINTYPE, ['policy'], env);
     let spread: Figures;
     let hot: Figures;
