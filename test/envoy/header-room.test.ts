@@ -16,6 +16,7 @@ import type { RenderCache } from '../../renderer/cache/index.ts';
 import type { RenderPool } from '../../renderer/operations/index.ts';
 import { createRendererServer } from '../../renderer/server/index.ts';
 import { MAX_REQUEST_HEADER_BYTES } from '../../envoy/edge/contract.ts';
+import { TEST_LEASE_SECRET } from '../lib/leases.ts';
 
 /** Headers an edge adds to a routed request, at their longest plausible size. */
 const EDGE_ADDED: Record<string, string> = {
@@ -70,7 +71,7 @@ t.test('the edge limit is Node\'s own, the limit of the embedded edge\'s listene
 
 t.test('policy takes a check that filled the edge limit, with what the edge added', async (t) => {
   const store = { migrate: async () => {}, listKeys: async () => [], ping: async () => {}, close: async () => {} } as unknown as PolicyStore;
-  const server = createPolicyServer({ config: loadConfig({ PORT: '0' }), logger: createLogger('policy', { sink: () => {} }), store, host: '127.0.0.1' });
+  const server = createPolicyServer({ config: loadConfig({ PORT: '0', TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET }), logger: createLogger('policy', { sink: () => {} }), store, host: '127.0.0.1' });
   await server.start();
   t.teardown(() => server.stop());
   const port = server.address().port;
@@ -82,7 +83,7 @@ t.test('the renderer takes a routed request that filled the edge limit, with wha
   const pool = { render: async () => { throw new Error('not used'); }, selfTestPassed: () => true, stats: () => ({ slots: 1, busy: 0 }) } as unknown as RenderPool;
   const cache = { get: async () => undefined, set: async () => {} } as unknown as RenderCache;
   const server = createRendererServer({
-    config: loadConfig({ PORT: '0', TINTYPE_ADMIN_PORT: '0' }),
+    config: loadConfig({ PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET }),
     logger: createLogger('renderer', { sink: () => {} }),
     registry: new Registry(),
     pool,

@@ -26,7 +26,6 @@ import type { RenderPool } from '../../renderer/operations/index.ts';
 import { parseHtmlToImage } from '../../renderer/schemas/index.ts';
 import { createRendererServer, type RendererServer } from '../../renderer/server/index.ts';
 import { TEST_LEASE_SECRET } from '../lib/leases.ts';
-import { fakeClock } from '../policy/stores.ts';
 
 const PLANS = { tiny: { monthlyQuota: 2, perMinute: 1_000, concurrentRenders: 4 } };
 /** Larger than every buffer between the renderer and a client that does not read (sockets, pipes). */
@@ -50,9 +49,20 @@ function standInPool(): RenderPool & { busy: boolean; renders: number } {
   return pool as unknown as RenderPool & { busy: boolean; renders: number };
 }
 
+/** The real time, moved on by `advance`. */
+function shiftedClock() {
+  let offset = 0;
+  return {
+    now: () => Date.now() + offset,
+    advance(ms: number) {
+      offset += ms;
+    },
+  };
+}
+
 interface Rig {
   policy: PolicyServer;
-  clock: ReturnType<typeof fakeClock>;
+  clock: ReturnType<typeof shiftedClock>;
   renderers: { server: RendererServer; pool: ReturnType<typeof standInPool>; cache: FileCache }[];
   edge: Edge;
   port: number;
@@ -62,7 +72,7 @@ interface Rig {
 
 async function rig(
   t: { teardown(fn: () => unknown): void },
-  o: { renderers: number; renderTimeoutMs?: number; upstreamMarginMs?: number },
+  o: { renderers: number; renderTimeoutMs?: number; leaseGraceMs?: number; upstreamMarginMs?: number },
 ): Promise<Rig> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-metering-'));
   const config = loadConfig({
@@ -71,10 +81,11 @@ async function rig(
     TINTYPE_DATA_DIR: dir,
     TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET,
     TINTYPE_RENDER_TIMEOUT_MS: String(o.renderTimeoutMs ?? 30_000),
-    TINTYPE_LEASE_GRACE_MS: '0',
+    TINTYPE_LEASE_GRACE_MS: String(o.leaseGraceMs ?? 0),
     TINTYPE_LOG_LEVEL: 'error',
   });
-  const clock = fakeClock(Date.now());
+  // Policy's time runs with the renderer's, and the test can move it on.
+  const clock = shiftedClock();
   const policy = createPolicyServer({ config, logger: quiet, plans: PLANS, clock: clock.now, host: '127.0.0.1' });
   await policy.start();
   const policyUrl = `http://127.0.0.1:${policy.address().port}`;
@@ -205,7 +216,8 @@ t.test('a reader slower than its lease is metered exactly once; a quota of 2 the
 });
 
 t.test('the edge cuts an answer still streaming at the render budget + margin; it stays metered once', async (t) => {
-  const r = await rig(t, { renderers: 1, renderTimeoutMs: 1_000, upstreamMarginMs: 500 });
+  // The lease outlives the cut by far, so only the edge's timer can end the answer.
+  const r = await rig(t, { renderers: 1, renderTimeoutMs: 1_000, leaseGraceMs: 60_000, upstreamMarginMs: 500 });
   await cacheLarge(r.renderers[0]!.cache);
   const slow = slowReader(r.port, r.secret);
   t.equal(await slow.status, 200);
