@@ -133,7 +133,10 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
   const port = (front.address() as net.AddressInfo).port;
 
   const made = await makeNet(net_);
-  const common = { TINTYPE_RENDER_TIMEOUT_MS: String(o.renderTimeoutMs), TINTYPE_LOG_LEVEL: 'info' };
+  // One lease secret for policy and every renderer pod, as the chart's Secret gives it.
+  const common = {
+    TINTYPE_RENDER_TIMEOUT_MS: String(o.renderTimeoutMs), TINTYPE_LOG_LEVEL: 'info', TINTYPE_LEASE_SECRET: randomBytes(32).toString('base64url'),
+  };
   const tintype = (ns: string, role: string, env: Record<string, string>): Proc => run(ns, [TINTYPE, role], { ...common, ...env });
   const startPolicy = (): Proc => tintype(net_.ns('p'), 'policy', { PORT: String(ROLE_PORTS.policy), DATABASE_URL: podDbUrl, TINTYPE_PLANS: plansFile, TINTYPE_DATA_DIR: dir });
   const guardRules = { GUARD_ALLOW_CIDRS: `${net_.siteAddr}/32`, ...o.guardEnv, ...(made ?? {}) };
