@@ -4,10 +4,10 @@
  * TINTYPE_POLICY_URL. Wiring only. SIGTERM/SIGINT: stop taking requests, let the ones in flight
  * finish inside the render budget, settle them, close Chromium, exit 0.
  *
- * The renderer trusts any well-formed `x-tintype-lease` (the edge authorized the request), so its
- * port must be reachable from the edge only: all interfaces here, because Envoy reaches the pod
- * by its address (the deployment's NetworkPolicy admits only the edge); loopback inside
- * `tintype start`.
+ * The renderer serves only a lease policy signed (TINTYPE_LEASE_SECRET, checked before any work);
+ * its port should still be reachable from the edge only: all interfaces here, because Envoy
+ * reaches the pod by its address (the deployment's NetworkPolicy admits only the edge); loopback
+ * inside `tintype start`.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';

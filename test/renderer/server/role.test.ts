@@ -1,7 +1,6 @@
 /**
  * createRendererRole with the options `tintype start` embeds it with (bin/commands/renderer.ts):
- * it listens on the host it is given (loopback: the renderer trusts any well-formed lease, so
- * only the edge may reach it), starts its own guard on a private socket even when GUARD_URL
+ * it listens on the host it is given (loopback, so only the edge may reach it), starts its own guard on a private socket even when GUARD_URL
  * names one, and settles to TINTYPE_POLICY_URL over kept-alive HTTP, retrying a failed attempt.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
