@@ -1,5 +1,6 @@
 import t from 'tap';
 import { leaseKeys } from '../../lib/lease.ts';
+import { leavesLeaseOpen } from '../../lib/policy-contract.ts';
 
 const NEW = 'new-secret-0123456789abcdefghijklmnop';
 const OLD = 'old-secret-0123456789abcdefghijklmnop';
@@ -32,4 +33,17 @@ t.test('anything but a lease signed with a secret in force is refused', async (t
   ];
   for (const [name, token] of rows) t.equal(keys.verify(token), undefined, name);
   t.same(keys.verify(good), claims, 'the lease itself');
+});
+
+t.test('a 503 leaves its lease open only on an attempt the edge may still retry', async (t) => {
+  const rows: Array<[string, number, string | undefined, boolean]> = [
+    ['503 on the first of two attempts', 503, '1', true],
+    ['503 on the last attempt', 503, '2', false],
+    ['503 with no attempt count (an edge that will not retry)', 503, undefined, false],
+    ['503 with a count that is not a number', 503, 'one', false],
+    ['503 on attempt 0', 503, '0', false],
+    ['200 on the first attempt', 200, '1', false],
+    ['502 on the first attempt', 502, '1', false],
+  ];
+  for (const [name, status, attempt, open] of rows) t.equal(leavesLeaseOpen(status, attempt), open, name);
 });
