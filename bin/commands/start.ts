@@ -1,6 +1,6 @@
 /**
  * `tintype start`: the embedded default (docs/architecture.md §1). The edge (the stand-in for
- * envoy/envoy.yaml), policy on SQLite (or DATABASE_URL), the guard on a unix socket, the
+ * the chart's Envoy, charts/tintype/files/envoy.yaml), policy on SQLite (or DATABASE_URL), the guard on a unix socket, the
  * Chromium pool in its own network namespace, and the renderer, in one process; state and
  * cache under TINTYPE_DATA_DIR. Policy and the renderer listen on loopback only; the edge is
  * the one public port; metrics and probes are on the admin port. Wiring only.

@@ -1,6 +1,7 @@
 /**
- * What the embedded edge and envoy/envoy.yaml both promise (docs/architecture.md §1, §2). The envoy.yaml
- * test checks the YAML against these same lists, so the two edges cannot drift apart.
+ * What the embedded edge and the cluster's Envoy config (charts/tintype/files/envoy.yaml, as the
+ * chart renders it) both promise (docs/architecture.md §1, §2). The envoy.yaml test checks what
+ * `helm template` renders against these same lists, so the two edges cannot drift apart.
  */
 import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
 
@@ -41,9 +42,9 @@ export const UPSTREAM_MARGIN_MS = 15_000;
 export const DEFAULT_RENDER_BUDGET_MS = 30_000;
 
 /**
- * Edge timeouts that follow the render budget; a deployment sets them all from the one budget
- * (envoy.yaml says which values are these). `route`: how long the edge waits for the renderer's
- * answer headers, the budget and a margin (504 `render_timeout` after it). `streamIdle`: a stream
+ * Edge timeouts that follow the render budget; the chart sets them all from the one value
+ * `renderBudgetMs` (its envoy.yaml marks which these are). `route`: how long the edge waits for
+ * the renderer's answer headers, the budget and a margin (504 `render_timeout` after it). `streamIdle`: a stream
  * with no bytes either way for this long is dropped; a render sends nothing until it answers, so
  * it is longer than `route` and never cuts a render short.
  */

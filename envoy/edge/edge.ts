@@ -1,5 +1,5 @@
 /**
- * The embedded edge: the stand-in for envoy/envoy.yaml in `tintype start` (docs/architecture.md §1).
+ * The embedded edge: the stand-in for the cluster's Envoy (charts/tintype/files/envoy.yaml) in `tintype start` (docs/architecture.md §1).
  * Per request, in Envoy's filter order: body limit (413 before any key lookup, spec Part 5
  * rule 5) ▸ ext_authz to policy (deny: policy's answer as is) ▸ route to the renderer with the
  * lease ▸ the rate-limit position on every answer that has one (spec 2.1). `/openapi.json` is

@@ -7,7 +7,7 @@ import type { Operation } from '../../lib/policy-contract.ts';
 
 /**
  * The longest a check may spend in the store before it fails closed (503 busy), lock waits
- * included. It must stay under the edge's ext_authz timeout (envoy/envoy.yaml, 2 s): a
+ * included. It must stay under the edge's ext_authz timeout (the chart's Envoy config, charts/tintype/files/envoy.yaml, 2 s): a
  * reservation that committed after Envoy gave up would hold the key's render place, unsettled,
  * until its lease expired. PostgreSQL splits it (postgres.ts PG_TIMEOUTS); SQLite waits on
  * another process's lock for at most this long.

@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { ROOT } from './helm.ts';
+import { ROOT } from '../helm.ts';
 
 const dockerfile = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8');
 /** Instructions with their continuation lines joined, comments dropped. */

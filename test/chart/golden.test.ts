@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { CI_VALUES, ROOT, renderText } from './helm.ts';
+import { CI_VALUES, ROOT, renderText } from '../helm.ts';
 
 const GOLDEN = path.join(ROOT, 'test/chart/golden');
 const update = process.env['CHART_UPDATE_GOLDENS'] === '1';

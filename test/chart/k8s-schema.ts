@@ -8,7 +8,7 @@
  *    and the API server's strict field validation do.
  */
 import * as k8s from '@kubernetes/client-node';
-import type { K8sObject } from './helm.ts';
+import type { K8sObject } from '../helm.ts';
 
 interface Attribute {
   baseName: string;

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import t from 'tap';
-import { NAMESPACE, ofKind, render, RELEASE, ROOT, type K8sObject } from './helm.ts';
+import { NAMESPACE, ofKind, render, RELEASE, ROOT, type K8sObject } from '../helm.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 let objects: K8sObject[] = [];

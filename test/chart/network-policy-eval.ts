@@ -4,7 +4,7 @@
  * allowed when any rule of any policy selecting it matches both the peer and the port.
  */
 import ipaddr from 'ipaddr.js';
-import type { K8sObject } from './helm.ts';
+import type { K8sObject } from '../helm.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export interface Endpoint {

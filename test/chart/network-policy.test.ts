@@ -4,7 +4,7 @@
  * rendered policies with Kubernetes' semantics (network-policy-eval.ts).
  */
 import t from 'tap';
-import { NAMESPACE, ofKind, render, RELEASE, type K8sObject } from './helm.ts';
+import { NAMESPACE, ofKind, render, RELEASE, type K8sObject } from '../helm.ts';
 import { allowed, type Endpoint } from './network-policy-eval.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */

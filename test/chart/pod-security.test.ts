@@ -4,7 +4,7 @@
  * limits (the renderer's memory from the README's sizing), tokens mounted for the controller only.
  */
 import t from 'tap';
-import { CI_VALUES, ofKind, render, type K8sObject } from './helm.ts';
+import { CI_VALUES, ofKind, render, type K8sObject } from '../helm.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Pod = { name: string; spec: any; kind: string };

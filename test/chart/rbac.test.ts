@@ -3,7 +3,7 @@
  * wildcard, scaling of the one renderer Deployment by name, no Secret; other roles get none.
  */
 import t from 'tap';
-import { CI_VALUES, NAMESPACE, ofKind, render, RELEASE } from './helm.ts';
+import { CI_VALUES, NAMESPACE, ofKind, render, RELEASE } from '../helm.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 t.test('RBAC exists only with the controller', async (t) => {

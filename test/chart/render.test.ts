@@ -5,7 +5,7 @@
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { CHART, CI_VALUES, helm, render } from './helm.ts';
+import { CHART, CI_VALUES, helm, render } from '../helm.ts';
 import { isBuiltIn, k8sErrors } from './k8s-schema.ts';
 
 t.test('CI renders every charts/tintype/ci/*.yaml (a new one must be added to CI_VALUES)', async (t) => {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import AjvModule from 'ajv';
 import t from 'tap';
 import { parse } from 'yaml';
-import { CHART, render, RELEASE, ROOT, type K8sObject } from './helm.ts';
+import { CHART, render, RELEASE, ROOT, type K8sObject } from '../helm.ts';
 import { k8sErrors } from './k8s-schema.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */

