@@ -1,20 +1,18 @@
 /**
  * The release's RenderPool, checked against the RenderPool CRD's own schema (unknown fields
- * refused, as the API server's strict field validation does). The chart ships the CRD under
- * charts/tintype/crds/ as a copy of the operator's controller/crd/renderpools.tintype.dev.yaml:
- * once that file exists, the copy must be identical.
+ * refused, as the API server's strict field validation does). charts/tintype/crds/ is the CRD's
+ * one home: the chart installs it, and the controller's tests read it there.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import AjvModule from 'ajv';
 import t from 'tap';
 import { parse } from 'yaml';
-import { CHART, render, RELEASE, ROOT, type K8sObject } from '../helm.ts';
+import { CHART, render, RELEASE, type K8sObject } from '../helm.ts';
 import { k8sErrors } from './k8s-schema.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
-const OPERATOR_CRD = path.join(ROOT, 'controller/crd/renderpools.tintype.dev.yaml');
-const CHART_CRDS = path.join(CHART, 'crds');
+const CRD_FILE = path.join(CHART, 'crds/renderpools.tintype.dev.yaml');
 
 /** A structural schema made strict: where properties are listed, no other is allowed. */
 function strict(s: any): any {
@@ -24,15 +22,6 @@ function strict(s: any): any {
   for (const [k, v] of Object.entries(s)) if (!k.startsWith('x-kubernetes-')) out[k] = strict(v);
   if (s.type === 'object' && s.properties !== undefined && s.additionalProperties === undefined && s['x-kubernetes-preserve-unknown-fields'] !== true) out.additionalProperties = false;
   return out;
-}
-
-function chartCrd(): any | undefined {
-  if (!existsSync(CHART_CRDS)) return undefined;
-  for (const f of readdirSync(CHART_CRDS).filter((n) => n.endsWith('.yaml'))) {
-    const doc = parse(readFileSync(path.join(CHART_CRDS, f), 'utf8'));
-    if (doc?.kind === 'CustomResourceDefinition' && doc.spec?.names?.kind === 'RenderPool') return doc;
-  }
-  return undefined;
 }
 
 let pool: any;
@@ -56,16 +45,9 @@ t.test('one RenderPool for the release, naming the renderer Deployment', async (
 });
 
 t.test("the RenderPool is valid against the CRD's schema", async (t) => {
-  const crd = chartCrd();
-  if (existsSync(OPERATOR_CRD)) {
-    t.ok(crd, 'charts/tintype/crds/ holds the RenderPool CRD once the operator ships it');
-    t.same(crd, parse(readFileSync(OPERATOR_CRD, 'utf8')), 'identical to controller/crd/renderpools.tintype.dev.yaml');
-  }
-  if (crd === undefined) {
-    // Until the operator's CRD lands there is no schema to hold the object to.
-    t.comment('charts/tintype/crds/ has no RenderPool CRD yet: only the spec fields above are checked');
-    return;
-  }
+  const crd = parse(readFileSync(CRD_FILE, 'utf8'));
+  t.equal(crd.kind, 'CustomResourceDefinition');
+  t.equal(crd.spec.names.kind, 'RenderPool');
   t.same(await k8sErrors(crd), [], 'the CRD is a valid CustomResourceDefinition');
   t.equal(crd.spec.group, 'tintype.dev');
   t.equal(crd.spec.scope, 'Namespaced');

@@ -52,7 +52,7 @@ const RESOURCES: Record<Resource, ResourceInfo> = {
 
 const MICRO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}(Z|[+-]\d\d:\d\d)$/;
 
-export const CRD_PATH = new URL('../../controller/crd/renderpools.tintype.dev.yaml', import.meta.url);
+export const CRD_PATH = new URL('../../charts/tintype/crds/renderpools.tintype.dev.yaml', import.meta.url);
 
 /** A request the server saw (for assertions on what was written and how). */
 export interface SeenRequest {
