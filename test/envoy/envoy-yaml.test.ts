@@ -8,7 +8,7 @@
 import t from 'tap';
 import http from 'node:http';
 import { ServiceError } from '../../lib/errors.ts';
-import { EXT_AUTHZ_PREFIX, OPERATIONS } from '../../lib/policy-contract.ts';
+import { ATTEMPT_HEADER, EXT_AUTHZ_PREFIX, OPERATIONS } from '../../lib/policy-contract.ts';
 import { POLICY_KEEP_ALIVE_MS, DEFAULT_POLICY_PORT } from '../../policy/server.ts';
 import { RENDERER_ADMIN_PORT, RENDERER_KEEP_ALIVE_MS, RENDERER_PORT } from '../../renderer/server/index.ts';
 import { openapiJson } from '../../renderer/openapi/document.ts';
@@ -35,7 +35,8 @@ const pub = hcm(listener(doc, 'public'));
 const filters: any[] = pub.http_filters;
 const filter = (name: string): any => filters.find((f) => f.name === name);
 const exact = (m: any): string[] => m.patterns.map((p: any) => p.exact);
-const routes: any[] = pub.route_config.virtual_hosts[0].routes;
+const tintypeHost: any = pub.route_config.virtual_hosts[0];
+const routes: any[] = tintypeHost.routes;
 const cluster = (name: string): any => doc.static_resources.clusters.find((c: any) => c.name === name);
 /** Routes that go to the renderer. */
 const routed = routes.filter((r) => r.route?.cluster === 'renderer');
@@ -295,6 +296,8 @@ t.test('retries: once, on another renderer, when nothing reached the first or it
     t.ok(p.host_selection_retry_max_attempts > 1, `${r.name}: looks more than once for another renderer`);
   }
   t.ok(cluster('renderer').circuit_breakers.thresholds[0].max_retries > 0);
+  // Without the attempt count a busy renderer closes the lease, and the retry settles as `already`.
+  t.equal(tintypeHost.include_request_attempt_count, true, `renderers are told the attempt (${ATTEMPT_HEADER})`);
 });
 
 t.test('client-controlled x-envoy-* headers are off: only loopback is internal', async (t) => {
