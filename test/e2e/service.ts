@@ -178,7 +178,9 @@ export async function startService(o: ServiceOptions = {}): Promise<Service> {
     },
     exited: () => exited,
     async key(plan) {
-      const r = await runTintype(['keys', 'create', '--plan', plan], { TINTYPE_DATA_DIR: dataDir!, ...(env['TINTYPE_PLANS'] ? { TINTYPE_PLANS: env['TINTYPE_PLANS'] } : {}) });
+      // The keys command reads the same store settings as the service.
+      const storeEnv = Object.fromEntries(['TINTYPE_PLANS', 'DATABASE_URL'].filter((k) => env[k] !== undefined).map((k) => [k, env[k]!]));
+      const r = await runTintype(['keys', 'create', '--plan', plan], { TINTYPE_DATA_DIR: dataDir!, ...storeEnv });
       const secret = /^secret: (\S+)$/m.exec(r.stdout)?.[1];
       const id = /^id: (\S+)$/m.exec(r.stdout)?.[1];
       if (r.code !== 0 || secret === undefined || id === undefined) throw new Error(`keys create failed: ${r.stderr}`);
