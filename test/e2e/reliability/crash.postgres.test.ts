@@ -1,0 +1,3 @@
+import { crashTest } from './crash-suite.ts';
+
+crashTest('postgres');
