@@ -26,7 +26,8 @@ export interface Site {
 }
 
 /**
- * Paths: `/page/<anything>` an HTML page; `/img.png` a pixel; `/hold/<id>.png` a pixel once
+ * Paths: `/page/<anything>` an HTML page; `/img.png` (any query) a pixel; `/redirect/<n>` n
+ * redirects before a page; `/hold/<id>.png` a pixel once
  * released; `/hang.png` never answered; `/download` a file Chromium downloads instead of showing,
  * so the target answers but no page can be rendered (spec Part 7 `render_failed`).
  */
@@ -40,10 +41,14 @@ export async function startSite(address = SITE_ADDRESS): Promise<Site> {
     const url = req.url ?? '/';
     seen.push(url);
     const hold = /^\/hold\/([a-z0-9-]+)\.png$/.exec(url);
+    const redirect = /^\/redirect\/(\d+)$/.exec(url);
     if (url.startsWith('/page/')) {
       res.writeHead(200, { 'content-type': 'text/html' });
       res.end('<!doctype html><html><body style="background:#fff"><h1>tintype e2e</h1><p>a public page</p></body></html>');
-    } else if (url === '/img.png') {
+    } else if (redirect !== null) {
+      const left = Number(redirect[1]);
+      res.writeHead(302, { location: left > 0 ? `/redirect/${left - 1}` : '/page/landed' }).end();
+    } else if (url === '/img.png' || url.startsWith('/img.png?')) {
       res.writeHead(200, { 'content-type': 'image/png' }).end(PIXEL);
     } else if (hold !== null) {
       const id = hold[1]!;

@@ -1,0 +1,27 @@
+/**
+ * Dependencies lost under load (the README's "What it survives"), each on an instance of its own:
+ * PostgreSQL stopped and started (503 `busy`, never a 500, served again without a restart,
+ * nothing metered twice), Redis stopped and started (renders still served), the data
+ * directory's disk full (renders still served). The disk is a small tmpfs, so this runs as root,
+ * as CI does.
+ */
+import t from 'tap';
+import { diskFull, postgresOutage, redisOutage } from './dependencies.ts';
+
+t.setTimeout(900_000);
+const PHASE_MS = 4_000;
+
+t.test('PostgreSQL stopped and started under load', async (t) => {
+  const f = await postgresOutage({ clients: 8, phaseMs: PHASE_MS, seed: 5 });
+  t.equal(f.pg_outage_5xx_other, 0, 'no 5xx but 503 busy');
+  t.equal(f.pg_outage_double_counted, 0, 'nothing metered twice');
+  t.ok(Number.isFinite(f.recovery_ms), 'served again without a restart');
+});
+
+t.test('Redis stopped and started while rendering', async (t) => {
+  t.equal(await redisOutage({ phaseMs: PHASE_MS }), 0, 'every render was served');
+});
+
+t.test('the data directory full while rendering', async (t) => {
+  t.equal(await diskFull({ phaseMs: PHASE_MS }), 0, 'every render was served');
+});
