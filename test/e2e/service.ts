@@ -83,6 +83,8 @@ export interface Service {
    * wait for a 400 or a 503, which close their lease and write no usage (docs/architecture.md §6).
    */
   leasesClosed(keyId: string): Promise<void>;
+  /** Leases of `keyId` not yet settled or expired. */
+  openLeases(keyId: string): number;
 }
 
 export interface ServiceOptions {
@@ -147,6 +149,8 @@ export async function startService(o: ServiceOptions = {}): Promise<Service> {
   let db: Database.Database | undefined;
   const open = (): Database.Database => (db ??= new Database(path.join(dataDir!, 'policy.sqlite'), { readonly: true, fileMustExist: true }));
   const openDb = open;
+  const openLeases = (keyId: string): number =>
+    (openDb().prepare('SELECT count(*) AS n FROM leases WHERE key_id = ?').get(keyId) as { n: number }).n;
   const ledger = (keyId: string): LedgerRow[] =>
     open().prepare('SELECT operation, status, error, cache, metered, outcome FROM usage WHERE key_id = ? ORDER BY seq').all(keyId) as LedgerRow[];
 
@@ -199,9 +203,9 @@ export async function startService(o: ServiceOptions = {}): Promise<Service> {
       }
     },
     async leasesClosed(keyId) {
-      const open = (): number => (openDb().prepare('SELECT count(*) AS n FROM leases WHERE key_id = ?').get(keyId) as { n: number }).n;
-      while (open() > 0) await new Promise((r) => setTimeout(r, 25));
+      while (openLeases(keyId) > 0) await new Promise((r) => setTimeout(r, 25));
     },
+    openLeases,
   };
 }
 
