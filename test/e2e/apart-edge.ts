@@ -4,13 +4,21 @@
  * Kubernetes makes one: a TCP balancer over the pods whose readiness (admin `/healthz/ready`)
  * passes, checked every half second, one pod per connection in turn.
  *
- * Env: POLICY_URL, RENDERERS (comma-separated `host:port:adminPort`), PORT, TINTYPE_RENDER_TIMEOUT_MS.
+ * Its admin port serves the edge's metrics and probes as `tintype start`'s does (ready while the
+ * edge accepts and a pod is ready); spans go where OTEL_EXPORTER_OTLP_ENDPOINT says.
+ *
+ * Env: POLICY_URL, RENDERERS (comma-separated `host:port:adminPort`), PORT, TINTYPE_ADMIN_PORT,
+ * TINTYPE_RENDER_TIMEOUT_MS, OTEL_EXPORTER_OTLP_ENDPOINT (optional).
  * Prints `edge.ready` once it listens and a pod is ready.
  */
 import http from 'node:http';
 import net from 'node:net';
+import { createAdminServer } from '../../envoy/edge/admin.ts';
 import { createEdge } from '../../envoy/edge/edge.ts';
+import { loadConfig } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';
+import { Registry } from '../../lib/metrics.ts';
+import { startTelemetry } from '../../lib/telemetry.ts';
 import { openapiJson } from '../../renderer/openapi/document.ts';
 
 interface Pod {
@@ -61,6 +69,8 @@ const service = net.createServer((client) => {
 });
 
 async function main(): Promise<void> {
+  const telemetry = startTelemetry(loadConfig(), 'edge');
+  const registry = new Registry();
   await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
   const servicePort = (service.address() as net.AddressInfo).port;
   const edge = createEdge({
@@ -71,7 +81,15 @@ async function main(): Promise<void> {
     openapi: openapiJson(),
     renderTimeoutMs: Number(env('TINTYPE_RENDER_TIMEOUT_MS')),
     logger: createLogger('edge'),
+    metrics: registry,
   });
+  const admin = createAdminServer({
+    host: '0.0.0.0',
+    port: Number(env('TINTYPE_ADMIN_PORT')),
+    registries: [registry],
+    ready: () => edge.healthy() && pods.some((p) => p.ready),
+  });
+  await admin.start();
   await edge.start();
   let announced = false;
   const check = async (): Promise<void> => {
@@ -88,7 +106,9 @@ async function main(): Promise<void> {
   const stop = async (): Promise<void> => {
     clearInterval(timer);
     await edge.stop();
+    await admin.stop();
     service.close();
+    await telemetry.shutdown().catch(() => {});
     process.exit(0);
   };
   process.once('SIGTERM', () => void stop());

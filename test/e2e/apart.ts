@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { Redis } from 'ioredis';
 import { send, type Answer, type SendOptions } from '../envoy/client.ts';
 import { createApartNet, type ApartNet } from './apart-net.ts';
 import { runTintype, type LedgerRow } from './service.ts';
@@ -24,7 +25,7 @@ const CHROMIUM = '/usr/bin/chromium-headless-shell';
 const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS = { host: '127.0.0.1', port: 6379 };
 
-export const ROLE_PORTS = { policy: 8081, renderer: 8082, rendererAdmin: 9082, guard: 3128, guardAdmin: 9128, edge: 8080, cache: 6379 } as const;
+export const ROLE_PORTS = { policy: 8081, renderer: 8082, rendererAdmin: 9082, guard: 3128, guardAdmin: 9128, edge: 8080, edgeAdmin: 9080, cache: 6379, otlp: 4318 } as const;
 
 /** A role's process, started in its namespace. */
 export interface Proc {
@@ -77,6 +78,13 @@ export interface ApartOptions {
   plans: Record<string, { monthlyQuota: number; perMinute: number; concurrentRenders: number }>;
   /** Guard rules (GUARD_DNS_SERVERS, GUARD_SELF_ADDRESSES, …), for the guard and the pods' own check of a page address alike. */
   guardEnv?: Record<string, string>;
+  /**
+   * A unix socket where an OTLP receiver of the host listens: each role's namespace gets a
+   * relay to it on 127.0.0.1 (as a node-local collector), and every role exports its spans there.
+   */
+  otlpSocket?: string;
+  /** TINTYPE_LOG_LEVEL of every role (info unless said). */
+  logLevel?: string;
 }
 
 export interface Apart {
@@ -85,13 +93,20 @@ export interface Apart {
   port: number;
   call(o: Omit<SendOptions, 'port'>): Promise<Answer>;
   key(plan: string): Promise<{ secret: string; id: string }>;
+  /** The environment `bin/tintype keys …` and `usage` take to reach policy's store. */
+  keysEnv: Record<string, string>;
+  /** The calls counted against a key's quota this month. */
+  used(keyId: string): Promise<number>;
   ledger(keyId: string): Promise<LedgerRow[]>;
   /** Leases of `keyId` not yet settled or expired. */
   openLeases(keyId: string): Promise<number>;
   procs: Record<'policy' | 'guard' | 'cache' | 'r1' | 'r2' | 'edge', Proc>;
+  /** The OTLP relays, one per namespace that exports spans. */
+  relays: Proc[];
   /** Starts a role again in its namespace (after a kill) and waits until it is up. */
   restart(role: 'policy' | 'r1' | 'r2'): Promise<void>;
-  stop(): Promise<void>;
+  /** SIGTERM to every process; resolves with 0 when each exited 0, else the first other code. Once. */
+  stop(): Promise<number | null>;
 }
 
 /** Brings the deployment up; the caller makes the site and DNS server on `net.siteAddr` first, so it passes `net`. */
@@ -109,6 +124,7 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
   const plansFile = path.join(dir, 'plans.json');
   writeFileSync(plansFile, JSON.stringify({ plans: o.plans }));
   const db = new pg.Pool({ connectionString: hostDbUrl, max: 2 });
+  const keysEnv = { DATABASE_URL: hostDbUrl, TINTYPE_PLANS: plansFile };
 
   // The cache: Redis on the host, behind a unix socket the cache's namespace relays to.
   const redisSock = path.join(dir, 'redis.sock');
@@ -121,6 +137,11 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
   await new Promise<void>((r) => redisRelay.listen(redisSock, r));
   // Its own database number keeps its entries apart from other suites'.
   const redisDb = 10 + (netId % 5);
+  // Emptied first: a run before this one with the same database would turn a first render into a hit.
+  const redis = new Redis({ ...REDIS, db: redisDb, lazyConnect: true });
+  await redis.connect();
+  await redis.flushdb();
+  redis.disconnect();
 
   // The client's way in: 127.0.0.1 on the host to the edge's address (a load balancer).
   const front = net.createServer((c) => {
@@ -134,8 +155,11 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
 
   const made = await makeNet(net_);
   // One lease secret for policy and every renderer pod, as the chart's Secret gives it.
-  const common = {
-    TINTYPE_RENDER_TIMEOUT_MS: String(o.renderTimeoutMs), TINTYPE_LOG_LEVEL: 'info', TINTYPE_LEASE_SECRET: randomBytes(32).toString('base64url'),
+  const common: Record<string, string> = {
+    TINTYPE_RENDER_TIMEOUT_MS: String(o.renderTimeoutMs),
+    TINTYPE_LOG_LEVEL: o.logLevel ?? 'info',
+    TINTYPE_LEASE_SECRET: randomBytes(32).toString('base64url'),
+    ...(o.otlpSocket === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${ROLE_PORTS.otlp}` }),
   };
   const tintype = (ns: string, role: string, env: Record<string, string>): Proc => run(ns, [TINTYPE, role], { ...common, ...env });
   const startPolicy = (): Proc => tintype(net_.ns('p'), 'policy', { PORT: String(ROLE_PORTS.policy), DATABASE_URL: podDbUrl, TINTYPE_PLANS: plansFile, TINTYPE_DATA_DIR: dir });
@@ -157,8 +181,15 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
   };
 
   const procs = {} as Apart['procs'];
-  const stopAll = async (): Promise<void> => {
-    await Promise.allSettled(Object.values(procs).map((p) => p.kill('SIGTERM')));
+  const relays: Proc[] = [];
+  const codes = async (): Promise<number | null> => {
+    const all = await Promise.all([...Object.values(procs), ...relays].map((p) => p.kill('SIGTERM').then(() => p.exited)));
+    return all.find((c) => c !== 0) ?? 0;
+  };
+  let stopped: Promise<number | null> | undefined;
+  const stopAll = (): Promise<number | null> => (stopped ??= stopEverything());
+  const stopEverything = async (): Promise<number | null> => {
+    const code = await codes().catch(() => null);
     front.close();
     redisRelay.close();
     await db.end().catch(() => {});
@@ -168,8 +199,15 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
     await a.end();
     net_.destroy();
     rmSync(dir, { recursive: true, force: true });
+    return code;
   };
   try {
+    if (o.otlpSocket !== undefined) {
+      for (const m of ['p', 'r1', 'r2', 'e']) {
+        relays.push(run(net_.ns(m), ['node', '--import', 'tsx', path.join(ROOT, 'test/e2e/apart-relay.ts'), '127.0.0.1', String(ROLE_PORTS.otlp), o.otlpSocket], {}));
+      }
+      await Promise.all(relays.map((r) => r.waitFor(/relay\.ready/)));
+    }
     procs.cache = run(net_.ns('c'), ['node', '--import', 'tsx', path.join(ROOT, 'test/e2e/apart-relay.ts'), net_.addr('c'), String(ROLE_PORTS.cache), redisSock], {});
     procs.guard = tintype(net_.ns('g'), 'guard', {
       PORT: String(ROLE_PORTS.guard),
@@ -186,6 +224,7 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
       POLICY_URL: `http://${net_.addr('p')}:${ROLE_PORTS.policy}`,
       RENDERERS: renderers,
       PORT: String(ROLE_PORTS.edge),
+      TINTYPE_ADMIN_PORT: String(ROLE_PORTS.edgeAdmin),
     });
     await Promise.all([procs.r1.waitFor(/guard\.self_test_passed/), procs.r2.waitFor(/guard\.self_test_passed/), procs.edge.waitFor(/edge\.ready/)]);
   } catch (err) {
@@ -197,9 +236,11 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
     net: net_,
     port,
     procs,
+    relays,
+    keysEnv,
     call: (req) => send({ ...req, port }),
     async key(plan) {
-      const r = await runTintype(['keys', 'create', '--plan', plan], { DATABASE_URL: hostDbUrl, TINTYPE_PLANS: plansFile });
+      const r = await runTintype(['keys', 'create', '--plan', plan], keysEnv);
       const secret = /^secret: (\S+)$/m.exec(r.stdout)?.[1];
       const id = /^id: (\S+)$/m.exec(r.stdout)?.[1];
       if (r.code !== 0 || secret === undefined || id === undefined) throw new Error(`keys create failed: ${r.stderr}`);
@@ -208,6 +249,10 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
     async ledger(keyId) {
       const r = await db.query('SELECT operation, status, error, cache, metered::int AS metered, outcome FROM usage WHERE key_id = $1 ORDER BY seq', [keyId]);
       return r.rows as LedgerRow[];
+    },
+    async used(keyId) {
+      const r = await db.query('SELECT COALESCE(SUM(used), 0)::int AS n FROM usage_months WHERE key_id = $1', [keyId]);
+      return (r.rows[0] as { n: number }).n;
     },
     async openLeases(keyId) {
       const r = await db.query('SELECT count(*)::int AS n FROM leases WHERE key_id = $1', [keyId]);
