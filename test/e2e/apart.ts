@@ -6,7 +6,7 @@
  * of envoy.yaml (test/e2e/apart-edge.ts). The test's client reaches the edge on 127.0.0.1, as
  * through a load balancer.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -100,6 +100,8 @@ export interface Apart {
   ledger(keyId: string): Promise<LedgerRow[]>;
   /** Leases of `keyId` not yet settled or expired. */
   openLeases(keyId: string): Promise<number>;
+  /** A pod's metrics, read from the edge's namespace (the only one that reaches its admin port); '' when it does not answer. */
+  podMetrics(pod: 'r1' | 'r2'): Promise<string>;
   procs: Record<'policy' | 'guard' | 'cache' | 'r1' | 'r2' | 'edge', Proc>;
   /** The OTLP relays, one per namespace that exports spans. */
   relays: Proc[];
@@ -156,6 +158,8 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
   const made = await makeNet(net_);
   // One lease secret for policy and every renderer pod, as the chart's Secret gives it.
   const common: Record<string, string> = {
+    // Policy signs leases and the pods check them with this (a role that does not sign ignores it).
+    TINTYPE_LEASE_SECRET: randomBytes(24).toString('hex'),
     TINTYPE_RENDER_TIMEOUT_MS: String(o.renderTimeoutMs),
     TINTYPE_LOG_LEVEL: o.logLevel ?? 'info',
     TINTYPE_LEASE_SECRET: randomBytes(32).toString('base64url'),
@@ -257,6 +261,13 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
     async openLeases(keyId) {
       const r = await db.query('SELECT count(*)::int AS n FROM leases WHERE key_id = $1', [keyId]);
       return (r.rows[0] as { n: number }).n;
+    },
+    podMetrics(pod) {
+      const url = `http://${net_.addr(pod)}:${ROLE_PORTS.rendererAdmin}/metrics`;
+      return new Promise((resolve) => {
+        execFile('ip', ['netns', 'exec', net_.ns('e'), 'node', '-e', `fetch(${JSON.stringify(url)}).then(r=>r.text()).then(t=>process.stdout.write(t)).catch(()=>{})`],
+          { encoding: 'utf8' }, (_err, stdout) => resolve(stdout ?? ''));
+      });
     },
     async restart(role) {
       if (role === 'policy') {

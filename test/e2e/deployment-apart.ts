@@ -5,7 +5,6 @@
  * guard's link; "the service itself" is the edge's own address. Spans reach one OTLP receiver on
  * the host from every namespace through a relay per namespace (a node-local collector).
  */
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -18,15 +17,6 @@ import { runTintype } from './service.ts';
 import { startNxdomainDns, startSite, type Site } from './site.ts';
 
 const SLOTS_PER_POD = 1;
-
-/** The metrics a pod's admin port serves, read from the edge's namespace (the only one that reaches it). */
-function podMetrics(a: Apart, pod: 'r1' | 'r2'): Promise<string> {
-  const url = `http://${a.net.addr(pod)}:${ROLE_PORTS.rendererAdmin}/metrics`;
-  return new Promise((resolve) => {
-    execFile('ip', ['netns', 'exec', a.net.ns('e'), 'node', '-e', `fetch(${JSON.stringify(url)}).then(r=>r.text()).then(t=>process.stdout.write(t)).catch(()=>{})`],
-      { encoding: 'utf8' }, (_err, stdout) => resolve(stdout ?? ''));
-  });
-}
 
 /** `netId`: a namespace id of its own per run (1–250), so parallel runs do not share links. */
 export async function startApartDeployment(o: ContractSetup, netId = 1 + (process.pid % 250)): Promise<Deployment> {
@@ -77,7 +67,7 @@ export async function startApartDeployment(o: ContractSetup, netId = 1 + (proces
       const edge = await edgeAdmin(p);
       if (p !== '/metrics') return edge;
       // The deployment's metrics are the edge's and every pod's, as a scrape of each would give.
-      const pods = await Promise.all((['r1', 'r2'] as const).map((m) => podMetrics(apart, m)));
+      const pods = await Promise.all((['r1', 'r2'] as const).map((m) => apart.podMetrics(m)));
       return { status: edge.status, body: [edge.body, ...pods].join('') };
     },
     slots: 2 * SLOTS_PER_POD,
