@@ -20,7 +20,8 @@ let dns: { server: string; close(): Promise<void> };
 
 t.before(async () => {
   apart = await startApart(NET_ID, {
-    renderTimeoutMs: 8000,
+    // Long enough that the held render outlasts the renders sent past it on a loaded machine.
+    renderTimeoutMs: 30_000,
     slots: 1,
     plans: { apart: { monthlyQuota: 1000, perMinute: 1000, concurrentRenders: 4 } },
   }, async (n) => {
