@@ -1,8 +1,9 @@
 /**
  * The edge of the roles-apart deployment, run inside the edge's namespace: the embedded edge
- * (envoy/edge/) with the values of envoy.yaml, in front of a Service for the renderer pods as
- * Kubernetes makes one: a TCP balancer over the pods whose readiness (admin `/healthz/ready`)
- * passes, checked every half second, one pod per connection in turn.
+ * (envoy/edge/) with the values of the chart's Envoy config, in front of the renderer pods as
+ * Envoy reaches them through the headless Service: each pod by its own address, taken in turn,
+ * a busy or refusing pod's request retried once on the other. Readiness (admin `/healthz/ready`,
+ * checked every half second) decides when the edge is ready.
  *
  * Its admin port serves the edge's metrics and probes as `tintype start`'s does (ready while the
  * edge accepts and a pod is ready); spans go where OTEL_EXPORTER_OTLP_ENDPOINT says.
@@ -12,7 +13,6 @@
  * Prints `edge.ready` once it listens and a pod is ready.
  */
 import http from 'node:http';
-import net from 'node:net';
 import { createAdminServer } from '../../envoy/edge/admin.ts';
 import { createEdge } from '../../envoy/edge/edge.ts';
 import { loadConfig } from '../../lib/config.ts';
@@ -50,32 +50,12 @@ function probe(p: Pod): Promise<boolean> {
   });
 }
 
-let turn = 0;
-/** The Service: each new connection to the next ready pod; none ready, the connection is refused. */
-const service = net.createServer((client) => {
-  const ready = pods.filter((p) => p.ready);
-  if (ready.length === 0) return client.destroy();
-  const pod = ready[turn++ % ready.length]!;
-  const upstream = net.connect(pod.port, pod.host);
-  client.pipe(upstream).pipe(client);
-  const end = (): void => {
-    client.destroy();
-    upstream.destroy();
-  };
-  client.once('error', end);
-  upstream.once('error', end);
-  client.once('close', end);
-  upstream.once('close', end);
-});
-
 async function main(): Promise<void> {
   const telemetry = startTelemetry(loadConfig(), 'edge');
   const registry = new Registry();
-  await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve));
-  const servicePort = (service.address() as net.AddressInfo).port;
   const edge = createEdge({
     policyUrl: env('POLICY_URL'),
-    rendererUrls: [`http://127.0.0.1:${servicePort}`],
+    rendererUrls: pods.map((p) => `http://${p.host}:${p.port}`),
     host: '0.0.0.0',
     port: Number(env('PORT')),
     openapi: openapiJson(),
@@ -107,7 +87,6 @@ async function main(): Promise<void> {
     clearInterval(timer);
     await edge.stop();
     await admin.stop();
-    service.close();
     await telemetry.shutdown().catch(() => {});
     process.exit(0);
   };

@@ -158,8 +158,6 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
   const made = await makeNet(net_);
   // One lease secret for policy and every renderer pod, as the chart's Secret gives it.
   const common: Record<string, string> = {
-    // Policy signs leases and the pods check them with this (a role that does not sign ignores it).
-    TINTYPE_LEASE_SECRET: randomBytes(24).toString('hex'),
     TINTYPE_RENDER_TIMEOUT_MS: String(o.renderTimeoutMs),
     TINTYPE_LOG_LEVEL: o.logLevel ?? 'info',
     TINTYPE_LEASE_SECRET: randomBytes(32).toString('base64url'),
