@@ -38,6 +38,8 @@ import { leaseKeys } from '../lib/lease.ts';
 import { listen } from '../lib/listen.ts';
 
 export const DEFAULT_POLICY_PORT = 8081;
+/** Policy's admin port: metrics, probes and the usage report (README "Reading usage"). */
+export const POLICY_ADMIN_PORT = 9081;
 /** How long policy keeps an idle client connection; an edge drops its idle ones sooner (the client side lets go first). */
 export const POLICY_KEEP_ALIVE_MS = 120_000;
 const SETTLE_BODY_LIMIT = 4096;

@@ -7,7 +7,7 @@
  */
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { createAdminServer } from '../../envoy/edge/admin.ts';
+import { createAdminServer } from '../../lib/admin.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';

@@ -2,7 +2,7 @@
  * `tintype guard`: the egress guard on its own (docs/architecture.md §1): the forward proxy on PORT
  * (default 3128) and/or GUARD_SOCKET, metrics and probes on the admin port. Wiring only.
  */
-import { createAdminServer } from '../../envoy/edge/admin.ts';
+import { createAdminServer } from '../../lib/admin.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';

@@ -4,10 +4,10 @@ import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { startTelemetry } from '../../lib/telemetry.ts';
-import { POLICY_ADMIN_PORT, createPolicyAdmin } from '../../policy/admin.ts';
+import { createAdminServer } from '../../lib/admin.ts';
 import { systemClock } from '../../policy/calendar.ts';
-import { createPolicyServer } from '../../policy/server.ts';
-import { usageHandler } from '../../policy/usage-http.ts';
+import { POLICY_ADMIN_PORT, createPolicyServer } from '../../policy/server.ts';
+import { USAGE_PATH, usageHandler } from '../../policy/usage-http.ts';
 import { openUsageReader } from '../../policy/usage-reader.ts';
 import { helpText, waitForStopSignal, type Command } from './command.ts';
 
@@ -28,12 +28,12 @@ export const policyCommand: Command = {
     const server = createPolicyServer({ config, logger, registry });
     // Prometheus, the kubelet and operators reach the admin port over the network; the usage
     // report is served there only, never on the port Envoy and the renderers call.
-    const admin = createPolicyAdmin({
+    const admin = createAdminServer({
       host: ANY_ADDRESS,
       port: config.adminPort ?? POLICY_ADMIN_PORT,
-      registry,
+      registries: [registry],
       ready: async () => server.healthy() && (await server.store.ping().then(() => true, () => false)),
-      usage: usageHandler({ reader: openUsageReader(config), plans: server.plans, clock: systemClock, logger }),
+      routes: { [USAGE_PATH]: usageHandler({ reader: openUsageReader(config), plans: server.plans, clock: systemClock, logger }) },
     });
     try {
       await server.start();
@@ -47,7 +47,7 @@ export const policyCommand: Command = {
       await telemetry.shutdown().catch(() => {});
       throw err;
     }
-    logger.info('listening', { port: server.address().port, admin_port: admin.address().port, store: server.store.kind, tracing: telemetry.enabled });
+    logger.info('listening', { port: server.address().port, admin_port: admin.port(), store: server.store.kind, tracing: telemetry.enabled });
     const signal = await waitForStopSignal();
     await server.stop(signal);
     await admin.stop();

@@ -6,7 +6,7 @@
  * the one public port; metrics and probes are on the admin port. Wiring only.
  */
 import { randomBytes } from 'node:crypto';
-import { createAdminServer } from '../../envoy/edge/admin.ts';
+import { createAdminServer } from '../../lib/admin.ts';
 import { createEdge } from '../../envoy/edge/edge.ts';
 import { loadConfig, type Config } from '../../lib/config.ts';
 import { ensurePrivateDir } from '../../lib/private-files.ts';

@@ -18,7 +18,7 @@ import type { Lifecycle } from '../../lib/lifecycle.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { operationFor } from '../../lib/policy-contract.ts';
 import { createAuthzClient, type AuthzDecision } from './authz.ts';
-import { writeError, writeMethodNotAllowed, writeNotFound, type Headers } from './answers.ts';
+import { writeError, writeMethodNotAllowed, writeNotFound, type Headers } from '../../lib/answers.ts';
 import { readBoundedBody, announcedTooLarge } from './body.ts';
 import {
   LOCAL_REPLIES, MAX_BODY_BYTES, MAX_CONNECTIONS, OPENAPI_PATH, REQUEST_TIMEOUT_MS, REQUEST_HEADERS_TIMEOUT_MS, ROUTED_PREFIX, UPSTREAM_MARGIN_MS,

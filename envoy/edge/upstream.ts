@@ -12,7 +12,7 @@ import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ATTEMPT_HEADER, LEASE_ATTEMPTS } from '../../lib/policy-contract.ts';
 import { STRIPPED_UPSTREAM_HEADERS } from './contract.ts';
-import type { Headers } from './answers.ts';
+import type { Headers } from '../../lib/answers.ts';
 
 /** Hop-by-hop headers (RFC 9110 7.6.1) plus `expect`: the edge already holds the body. */
 const HOP_BY_HOP = new Set([

@@ -14,7 +14,8 @@ import type { Registry } from '../../lib/metrics.ts';
 import { ROLE_MAX_REQUEST_HEADER_BYTES, type SettleRequest, type Settler } from '../../lib/policy-contract.ts';
 import type { RenderCache } from '../cache/cache.ts';
 import { createOperations, type RenderPool, type UrlJudge } from '../operations/index.ts';
-import { adminHandler } from './admin.ts';
+import { adminHandler } from '../../lib/admin.ts';
+import { writeBody } from '../../lib/answers.ts';
 import { errorAnswers } from './errors.ts';
 import { rendererMetrics } from './metrics.ts';
 import { ogRoute, type OgDrawing } from './og.ts';
@@ -22,7 +23,7 @@ import { requestScope, type Answered } from './request-scope.ts';
 import { v1Routes } from './routes.ts';
 import type { RendererState } from './state.ts';
 import { listen } from '../../lib/listen.ts';
-import type { RendererStateReport } from '../../lib/state-contract.ts';
+import { STATE_PATH, type RendererStateReport } from '../../lib/state-contract.ts';
 
 export { CLIENT_CLOSED } from './request-scope.ts';
 export type { OgDrawing } from './og.ts';
@@ -162,7 +163,11 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
     const stats = pool.stats();
     return { slots: stats.slots, busy: stats.busy, guard: pool.guardState(), draining: !started };
   };
-  const admin = http.createServer(adminHandler(registry, () => pool.selfTestPassed(), state));
+  const admin = http.createServer(adminHandler({
+    registries: [registry],
+    ready: () => pool.selfTestPassed(),
+    routes: { [STATE_PATH]: (_req, res) => writeBody(res, 200, state()) },
+  }));
 
   const bound = (s: http.Server): AddressInfo => {
     const a = s.address();

@@ -13,7 +13,7 @@
  * Prints `edge.ready` once it listens and a pod is ready.
  */
 import http from 'node:http';
-import { createAdminServer } from '../../envoy/edge/admin.ts';
+import { createAdminServer } from '../../lib/admin.ts';
 import { createEdge } from '../../envoy/edge/edge.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';

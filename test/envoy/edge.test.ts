@@ -3,7 +3,7 @@ import t from 'tap';
 import http from 'node:http';
 import net from 'node:net';
 import { createEdge, type Edge } from '../../envoy/edge/edge.ts';
-import { createAdminServer } from '../../envoy/edge/admin.ts';
+import { createAdminServer } from '../../lib/admin.ts';
 import { MAX_BODY_BYTES } from '../../envoy/edge/contract.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { policyStub, rendererStub, type RendererStub, type Stub } from './stubs.ts';

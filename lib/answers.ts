@@ -1,8 +1,14 @@
-/** The answers the edge writes itself (Envoy's local replies, mapped to the spec's JSON bodies). */
+/**
+ * The one writer of JSON answers outside Koa: the edge's own answers (Envoy's local replies in
+ * the cluster) and every admin listener's. Error bodies come from lib/errors.ts, so a code has
+ * one body wherever it is answered.
+ */
 import type { ServerResponse } from 'node:http';
-import { ServiceError } from '../../lib/errors.ts';
+import { ServiceError } from './errors.ts';
 
 export type Headers = Record<string, string>;
+
+const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
 
 /** Writes a JSON answer with its headers; `extra` headers (the rate-limit position) are added. */
 export function writeJson(res: ServerResponse, status: number, headers: Headers, body: unknown, extra: Headers = {}): void {
@@ -19,9 +25,14 @@ export function writeError(res: ServerResponse, error: ServiceError, extra: Head
 
 /** Writes a 404 or 405 for paths outside the API (README, decisions where the spec is silent). */
 export function writeNotFound(res: ServerResponse): void {
-  writeJson(res, 404, { 'content-type': 'application/json; charset=utf-8' }, { error: 'not_found' });
+  writeError(res, new ServiceError('not_found'));
 }
 
 export function writeMethodNotAllowed(res: ServerResponse, allow: string): void {
-  writeJson(res, 405, { 'content-type': 'application/json; charset=utf-8', allow }, { error: 'method_not_allowed' });
+  writeError(res, new ServiceError('method_not_allowed'), { allow });
+}
+
+/** Writes a JSON body that is not an error (probes, reports). */
+export function writeBody(res: ServerResponse, status: number, body: unknown): void {
+  writeJson(res, status, { ...JSON_TYPE, 'cache-control': 'no-store' }, body);
 }

@@ -1,0 +1,69 @@
+/**
+ * The admin listener every role has, on its own port and never on the public one: `/metrics`
+ * (Prometheus text), `/healthz/live` (200 while the process answers), `/healthz/ready` (200 once
+ * the role is ready), and the paths a role adds (the renderer's `/state`, policy's `/usage`).
+ * One listener can serve the registries of several roles (`tintype start`).
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { writeBody, writeMethodNotAllowed, writeNotFound } from './answers.ts';
+import type { Lifecycle } from './lifecycle.ts';
+import { listen } from './listen.ts';
+import { PROMETHEUS_CONTENT_TYPE, type Registry } from './metrics.ts';
+
+export interface AdminOptions {
+  host?: string;
+  port?: number;
+  registries: readonly Registry[];
+  /** Readiness: every role started and healthy. Liveness is the process answering. */
+  ready: () => boolean | Promise<boolean>;
+  /** Further admin-only GET paths and their handlers (`/state`, `/usage`). */
+  routes?: Readonly<Record<string, http.RequestListener>>;
+}
+
+export interface AdminServer extends Lifecycle {
+  port(): number;
+}
+
+/** The admin listener's request handler, for a server a role makes itself. */
+export function adminHandler(options: AdminOptions): http.RequestListener {
+  return (req, res) => {
+    const path = (req.url ?? '/').split('?', 1)[0]!;
+    req.resume();
+    if (req.method !== 'GET' && req.method !== 'HEAD') return writeMethodNotAllowed(res, 'GET, HEAD');
+    const route = options.routes !== undefined && Object.hasOwn(options.routes, path) ? options.routes[path] : undefined;
+    if (route !== undefined) return route(req, res);
+    if (path === '/metrics') {
+      res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE });
+      res.end(options.registries.map((r) => r.render()).join(''));
+    } else if (path === '/healthz/live') {
+      writeBody(res, 200, { live: true });
+    } else if (path === '/healthz/ready') {
+      void Promise.resolve()
+        .then(options.ready)
+        .catch(() => false)
+        .then((ok) => writeBody(res, ok ? 200 : 503, { ready: ok }));
+    } else {
+      writeNotFound(res);
+    }
+  };
+}
+
+export function createAdminServer(options: AdminOptions): AdminServer {
+  const server = http.createServer(adminHandler(options));
+  let listening = false;
+  return {
+    async start() {
+      await listen(server, { port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
+      listening = true;
+    },
+    async stop() {
+      if (!listening) return;
+      listening = false;
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+    healthy: () => listening,
+    port: () => (server.address() as AddressInfo).port,
+  };
+}
