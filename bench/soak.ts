@@ -39,9 +39,9 @@ console.log(`sustained load: ${sustained.requests} requests, ${JSON.stringify(su
 
 const killAfterMs = Math.max(3_000, (SECONDS * 1000) / 4);
 const crashSqlite = await killUnderLoad({ store: 'sqlite', keys: 10, clients: Math.min(CLIENTS, 50), killAfterMs, seed: SEED });
-console.log(`kill -9, SQLite: ${crashSqlite.acknowledged_metered} metered answers received, ${crashSqlite.ledger_metered} in the ledger; lost ${crashSqlite.lost}, double counted ${crashSqlite.double_counted}`);
+console.log(`kill -9, SQLite: ${crashSqlite.acknowledged_metered} metered answers received, ${crashSqlite.ledger_metered} in the ledger; lost ${crashSqlite.lost} (of ${crashSqlite.in_flight_at_kill} in flight at the kill), double counted ${crashSqlite.double_counted}`);
 const crashPostgres = await killUnderLoad({ store: 'postgres', keys: 10, clients: Math.min(CLIENTS, 50), killAfterMs, seed: SEED });
-console.log(`kill -9, PostgreSQL: ${crashPostgres.acknowledged_metered} metered answers received, ${crashPostgres.ledger_metered} in the ledger; lost ${crashPostgres.lost}, double counted ${crashPostgres.double_counted}`);
+console.log(`kill -9, PostgreSQL: ${crashPostgres.acknowledged_metered} metered answers received, ${crashPostgres.ledger_metered} in the ledger; lost ${crashPostgres.lost} (of ${crashPostgres.in_flight_at_kill} in flight at the kill), double counted ${crashPostgres.double_counted}`);
 
 const browser = await killBrowser();
 console.log(`Chromium killed: ${browser.in_flight_502}/${browser.in_flight} in-flight renders 502 within ${browser.in_flight_answer_ms} ms; served again after ${browser.recovery_ms} ms; zombies ${browser.zombies}`);
@@ -70,10 +70,12 @@ console.log(JSON.stringify({
   ledger_metered: crashSqlite.ledger_metered,
   lost: crashSqlite.lost,
   double_counted: crashSqlite.double_counted,
+  in_flight_at_kill: crashSqlite.in_flight_at_kill,
   postgres_acknowledged_metered: crashPostgres.acknowledged_metered,
   postgres_ledger_metered: crashPostgres.ledger_metered,
   postgres_lost: crashPostgres.lost,
   postgres_double_counted: crashPostgres.double_counted,
+  postgres_in_flight_at_kill: crashPostgres.in_flight_at_kill,
   in_flight_502: browser.in_flight_502,
   in_flight: browser.in_flight,
   browser_recovery_ms: browser.recovery_ms,

@@ -1,7 +1,10 @@
 /**
- * `kill -9` under load, then a restart on the same state: every metered answer a client received
- * is in the ledger exactly once, and nothing is metered that no client received. Compared per
- * key once every lease of the killed process has expired (render budget + grace + the sweep).
+ * `kill -9` under load, then a restart on the same state. Compared per key once every lease of
+ * the killed process has expired (render budget + grace + the sweep):
+ * every answer finished before the kill is in the ledger exactly once; only a request in flight
+ * at the kill can be off: answered while its settle had not committed (lost), or settled after
+ * the renderer handed its answer to the edge, which died before relaying it (metered, not
+ * received). The window is inherent to metering at commit (README "What it survives").
  */
 import { cleanup } from '../service.ts';
 import { LOAD_ENV, loadKeys, startLoadService, within } from './fleet.ts';
@@ -14,8 +17,10 @@ export interface CrashFigures {
   ledger_metered: number;
   /** Metered answers a client received that the ledger lacks. */
   lost: number;
-  /** Metered records beyond the answers clients received. */
+  /** Metered records beyond the answers clients received (metered, never received). */
   double_counted: number;
+  /** Requests sent and not yet answered when the process was killed. */
+  in_flight_at_kill: number;
 }
 
 export async function killUnderLoad(o: { store: 'sqlite' | 'postgres'; keys: number; clients: number; killAfterMs: number; seed: number }): Promise<CrashFigures> {
@@ -26,6 +31,7 @@ export async function killUnderLoad(o: { store: 'sqlite' | 'postgres'; keys: num
     const keys = await loadKeys(svc, o.keys);
     const load = runLoad({ port: svc.port, keys, clients: o.clients, durationMs: o.killAfterMs * 4, seed: o.seed, requestTimeoutMs: 30_000 });
     await new Promise((r) => setTimeout(r, o.killAfterMs));
+    const inFlight = load.outstanding();
     await svc.signal('SIGKILL');
     load.stop();
     const received = (await load.done).meteredReceived;
@@ -45,7 +51,7 @@ export async function killUnderLoad(o: { store: 'sqlite' | 'postgres'; keys: num
       doubled += Math.max(0, held - got);
     }
     const sum = (m: Map<string, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
-    return { acknowledged_metered: sum(received), ledger_metered: sum(ledger), lost, double_counted: doubled };
+    return { acknowledged_metered: sum(received), ledger_metered: sum(ledger), lost, double_counted: doubled, in_flight_at_kill: inFlight };
   } finally {
     await svc.signal('SIGTERM');
     await pg?.destroy();

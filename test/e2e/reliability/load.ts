@@ -107,18 +107,24 @@ export function exchange(port: number, key: LoadKey, req: Request, timeoutMs: nu
   });
 }
 
-/** Runs the load; `stop()` ends it early (each client finishes the request it is in). */
-export function runLoad(o: LoadOptions): { done: Promise<LoadResult>; stop(): void } {
+/**
+ * Runs the load; `stop()` ends it early (each client finishes the request it is in);
+ * `outstanding()` is how many requests are sent and not yet answered at this moment.
+ */
+export function runLoad(o: LoadOptions): { done: Promise<LoadResult>; stop(): void; outstanding(): number } {
   let stopped = false;
   const result: LoadResult = { requests: 0, answersByStatus: {}, unexpected5xx: 0, meteredReceived: new Map() };
   const until = Date.now() + o.durationMs;
   const agent = new http.Agent({ keepAlive: true, maxSockets: o.clients });
   let n = 0;
+  let waiting = 0;
   const client = async (index: number): Promise<void> => {
     const pick = random(o.seed * 1000 + index);
     while (!stopped && Date.now() < until) {
       const key = o.keys[Math.floor(pick() * o.keys.length)]!;
+      waiting += 1;
       const a = await exchange(o.port, key, requestOf(pickKind(pick), n++, pick), o.requestTimeoutMs ?? 60_000, agent);
+      waiting -= 1;
       result.requests += 1;
       const label = a === undefined ? 'no answer' : a.error === undefined ? String(a.status) : `${a.status} ${a.error}`;
       result.answersByStatus[label] = (result.answersByStatus[label] ?? 0) + 1;
@@ -131,5 +137,5 @@ export function runLoad(o: LoadOptions): { done: Promise<LoadResult>; stop(): vo
     agent.destroy();
     return result;
   });
-  return { done, stop: () => void (stopped = true) };
+  return { done, stop: () => void (stopped = true), outstanding: () => waiting };
 }
