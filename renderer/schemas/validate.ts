@@ -16,7 +16,9 @@ export function unknownFields(schema: ObjectSchema<AnyObject>, value: unknown, p
   const issues: FieldIssue[] = [];
   for (const key of Object.keys(value)) {
     const path = prefix === '' ? key : `${prefix}.${key}`;
-    const field = schema.fields[key];
+    // Own fields only: `__proto__` and `constructor` (own keys of a parsed body) must not find
+    // Object.prototype's members and pass as known.
+    const field = Object.hasOwn(schema.fields, key) ? schema.fields[key] : undefined;
     if (field === undefined) {
       issues.push({ path, message: `${path} is not a known field` });
     } else if (field instanceof ObjectSchema) {
@@ -36,7 +38,11 @@ export async function validateBody<S extends ObjectSchema<AnyObject>>(schema: S,
   try {
     value = (await schema.validate(body, { abortEarly: false })) as InferType<S>;
   } catch (err) {
-    if (!(err instanceof ValidationError)) throw err;
+    // An unknown field can trip the schema itself (a `__proto__` key); its issue is the answer.
+    if (!(err instanceof ValidationError)) {
+      if (issues.length > 0) throw new ValidationFailure(issues);
+      throw err;
+    }
     const failures = err.inner.length > 0 ? err.inner : [err];
     for (const f of failures) issues.push({ path: f.path ?? 'body', message: f.message });
   }

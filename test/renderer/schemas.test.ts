@@ -185,3 +185,18 @@ t.test('the largest bitmap is 2000 x 2000 at scale 2, checked before any browser
   t.throws(() => checkBitmap({ width: 2000, height: 2001, deviceScaleFactor: 2 }), ValidationFailure);
   t.throws(() => checkBitmap({ width: 4001, height: 4000, deviceScaleFactor: 1 }), ValidationFailure);
 });
+
+// A parsed body may hold `__proto__` and `constructor` as own keys; they are unknown fields like
+// any other (a 400 naming them), never a lookup that finds Object.prototype's members.
+t.test('prototype keys of a parsed body are unknown fields', async (t) => {
+  const rows: Array<[string, Parse, string, string]> = [
+    ['__proto__ beside html', parseHtmlToImage, '{"html":"<p>x</p>","__proto__":{"width":1}}', '__proto__'],
+    ['constructor beside url', parseScreenshot, '{"url":"https://example.com/","constructor":{"prototype":{"polluted":1}}}', 'constructor'],
+    ['__proto__ in a pdf', parsePdf, '{"html":"<p>x</p>","__proto__":{}}', '__proto__'],
+    ['constructor in a margin', parsePdf, '{"html":"<p>x</p>","margin":{"constructor":"1px"}}', 'margin.constructor'],
+  ];
+  for (const [name, parse, json, path] of rows) {
+    const issues = await issuesOf(parse, JSON.parse(json));
+    t.same(issues.map((i) => i.path), [path], `${name}: refused by path`);
+  }
+});
