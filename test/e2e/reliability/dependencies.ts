@@ -30,6 +30,9 @@ export interface DependencyFigures {
   recovery_ms: number;
 }
 
+/** The default render budget: a render slowed by a busy machine must not count as failed by the outage. */
+const FULL_BUDGET = { TINTYPE_RENDER_TIMEOUT_MS: '30000' };
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** A render that is always a miss. */
@@ -69,22 +72,24 @@ export async function postgresOutage(o: { clients: number; phaseMs: number; seed
 }
 
 /** Renders one after another while `during` runs; counts those that were not served. */
-async function rendersWhile(svc: Service, secret: string, during: Promise<void>): Promise<{ renders: number; failed: number }> {
+async function rendersWhile(svc: Service, secret: string, during: Promise<void>): Promise<{ renders: number; failed: number; statuses: Record<string, number> }> {
   let over = false;
   void during.then(() => (over = true));
   let renders = 0;
   let failed = 0;
+  const statuses: Record<string, number> = {};
   while (!over) {
     const status = await uniqueRender(svc, secret, renders);
     renders += 1;
+    statuses[status] = (statuses[status] ?? 0) + 1;
     if (status !== 200) failed += 1;
   }
-  return { renders, failed };
+  return { renders, failed, statuses };
 }
 
 export async function redisOutage(o: { phaseMs: number }): Promise<number> {
   const redis = await startRedis();
-  const svc = await startLoadService({ env: { REDIS_URL: redis.url } });
+  const svc = await startLoadService({ env: { REDIS_URL: redis.url, ...FULL_BUDGET } });
   try {
     const [key] = await loadKeys(svc, 1);
     const outage = (async () => {
@@ -109,7 +114,7 @@ export async function diskFull(o: { phaseMs: number }): Promise<number> {
   execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', dataDir]);
   let svc: Service | undefined;
   try {
-    svc = await startLoadService({ dataDir, env: { DATABASE_URL: pg.url } });
+    svc = await startLoadService({ dataDir, env: { DATABASE_URL: pg.url, ...FULL_BUDGET } });
     const [key] = await loadKeys(svc, 1);
     try {
       writeFileSync(path.join(dataDir, 'filler'), Buffer.alloc(16 * 1024 * 1024));
