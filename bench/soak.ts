@@ -53,7 +53,7 @@ const fuzz = await fuzzBodies({ bodies: Number(opts.fuzz), seed: SEED });
 console.log(`fuzzed bodies: ${fuzz.fuzzed_bodies}, ${JSON.stringify(fuzz.fuzzed_statuses)}; 5xx ${fuzz.fuzzed_5xx}; renders after: ${fuzz.renders_after}`);
 
 const deps = await dependenciesLost({ clients: Math.min(CLIENTS, 20), phaseMs: PHASE_MS, seed: SEED });
-console.log(`PostgreSQL lost: 5xx other than busy ${deps.pg_outage_5xx_other}, double counted ${deps.pg_outage_double_counted}, served again ${deps.recovery_ms} ms after its restart; Redis lost: ${deps.redis_outage_failed} renders failed; disk full: ${deps.disk_full_failed} renders failed`);
+console.log(`PostgreSQL lost: 5xx other than busy ${deps.pg_outage_5xx_other}, metered not received ${deps.pg_outage_double_counted} (of ${deps.pg_outage_in_flight} in flight), served again ${deps.recovery_ms} ms after its restart; Redis lost: ${deps.redis_outage_failed} renders failed; disk full: ${deps.disk_full_failed} renders failed`);
 
 console.log(JSON.stringify({
   bench: 'soak',
@@ -86,6 +86,7 @@ console.log(JSON.stringify({
   fuzzed_5xx: fuzz.fuzzed_5xx,
   pg_outage_5xx_other: deps.pg_outage_5xx_other,
   pg_outage_double_counted: deps.pg_outage_double_counted,
+  pg_outage_in_flight: deps.pg_outage_in_flight,
   redis_outage_failed: deps.redis_outage_failed,
   disk_full_failed: deps.disk_full_failed,
   recovery_ms: deps.recovery_ms,

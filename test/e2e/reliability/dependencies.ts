@@ -22,6 +22,8 @@ export interface DependencyFigures {
   pg_outage_5xx_other: number;
   /** Metered records beyond the metered answers clients received. */
   pg_outage_double_counted: number;
+  /** Requests in flight when PostgreSQL stopped: the only ones whose metering can be off. */
+  pg_outage_in_flight: number;
   /** Renders that failed while Redis was away (anything but 200 or a 429/503 of the limits). */
   redis_outage_failed: number;
   /** Renders that failed while the data directory's disk was full. */
@@ -41,13 +43,14 @@ async function uniqueRender(svc: Service, secret: string, n: number): Promise<nu
   return (await send({ port: svc.port, method: 'POST', path: '/v1/html-to-image', headers: jsonWith(secret), body })).status;
 }
 
-export async function postgresOutage(o: { clients: number; phaseMs: number; seed: number }): Promise<Pick<DependencyFigures, 'pg_outage_5xx_other' | 'pg_outage_double_counted' | 'recovery_ms'>> {
+export async function postgresOutage(o: { clients: number; phaseMs: number; seed: number }): Promise<Pick<DependencyFigures, 'pg_outage_5xx_other' | 'pg_outage_double_counted' | 'pg_outage_in_flight' | 'recovery_ms'>> {
   const pg = await startPostgres();
   const svc = await startLoadService({ env: { DATABASE_URL: pg.url } });
   try {
     const keys = await loadKeys(svc, 3);
     const load = runLoad({ port: svc.port, keys, clients: o.clients, durationMs: o.phaseMs * 4, seed: o.seed, requestTimeoutMs: 30_000 });
     await sleep(o.phaseMs);
+    const inFlight = load.outstanding();
     await pg.stop();
     await sleep(o.phaseMs);
     await pg.start();
@@ -63,7 +66,7 @@ export async function postgresOutage(o: { clients: number; phaseMs: number; seed
     await sleep(12_000);
     const ledger = await meteredByKey({ databaseUrl: pg.url });
     const doubled = keys.reduce((n, k) => n + Math.max(0, (ledger.get(k.id) ?? 0) - (result.meteredReceived.get(k.id) ?? 0)), 0);
-    return { pg_outage_5xx_other: result.unexpected5xx, pg_outage_double_counted: doubled, recovery_ms: Math.round(recovered - restarted) };
+    return { pg_outage_5xx_other: result.unexpected5xx, pg_outage_double_counted: doubled, pg_outage_in_flight: inFlight, recovery_ms: Math.round(recovered - restarted) };
   } finally {
     await svc.signal('SIGTERM');
     await pg.destroy();
