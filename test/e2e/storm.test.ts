@@ -13,6 +13,7 @@ import net from 'node:net';
 import { MAX_BODY_BYTES } from '../../envoy/edge/contract.ts';
 import type { Answer } from '../envoy/client.ts';
 import { bearer, cleanup, jsonWith, startService, type Service } from './service.ts';
+import { random } from './reliability/load.ts';
 import { startNxdomainDns, startSite, type Site } from './site.ts';
 
 const RENDER_TIMEOUT_MS = 4000;
@@ -36,16 +37,6 @@ let svc: Service;
 let site: Site;
 let dns: { server: string; close(): Promise<void> };
 
-/** A small deterministic generator, so a failing order can be replayed with TINTYPE_STORM_SEED. */
-function random(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
 
 /**
  * Writes raw bytes on a new connection and reads until the server closes it or `waitMs` passes;
@@ -196,6 +187,7 @@ async function storm(t: Test): Promise<void> {
     cases.push([`og ${i}`, get(`/v1/og?template=stat&title=storm&statValue=${i}&statLabel=cards`)]);
   }
 
+  // Seeded, so a failing order can be replayed with TINTYPE_STORM_SEED.
   const rand = random(SEED);
   for (let i = cases.length - 1; i > 0; i--) {
     const j = Math.floor(rand() * (i + 1));

@@ -75,19 +75,17 @@ export async function postgresOutage(o: { clients: number; phaseMs: number; seed
 }
 
 /** Renders one after another while `during` runs; counts those that were not served. */
-async function rendersWhile(svc: Service, secret: string, during: Promise<void>): Promise<{ renders: number; failed: number; statuses: Record<string, number> }> {
+async function rendersWhile(svc: Service, secret: string, during: Promise<void>): Promise<{ renders: number; failed: number }> {
   let over = false;
   void during.then(() => (over = true));
   let renders = 0;
   let failed = 0;
-  const statuses: Record<string, number> = {};
   while (!over) {
     const status = await uniqueRender(svc, secret, renders);
     renders += 1;
-    statuses[status] = (statuses[status] ?? 0) + 1;
     if (status !== 200) failed += 1;
   }
-  return { renders, failed, statuses };
+  return { renders, failed };
 }
 
 export async function redisOutage(o: { phaseMs: number }): Promise<number> {
