@@ -7,7 +7,7 @@
  * client answer (always 4xx), or 200 with the upstream headers `x-tintype-lease`,
  * `x-tintype-key` and the client headers `x-ratelimit-limit`, `x-ratelimit-remaining`.
  *
- * settle: the renderer, once its answer is committed, posts a SettleRequest with the signed
+ * settle: the renderer, once its answer is decided and before it sends it, posts a SettleRequest with the signed
  * lease as JSON to `SETTLE_PATH` on policy (lib/lease.ts). Settle is idempotent; the answer is
  * 204, 401 for a lease policy did not sign, 404 for one it never granted. A 503 on an attempt
  * the edge may retry is not settled (leavesLeaseOpen).

@@ -105,7 +105,7 @@ export function createUpstream(rendererUrls: readonly string[], timeoutMs: numbe
           resolve(o);
         };
         // Envoy's route timeout: no answer by then is a 504; an answer still streaming is cut,
-        // and stays settled as what the renderer committed.
+        // and stays settled as what the renderer decided.
         const timer = setTimeout(() => {
           ureq?.destroy();
           if (res.headersSent) {

@@ -16,7 +16,7 @@ import type { RenderCache } from '../cache/cache.ts';
 import { createOperations, type RenderPool, type UrlJudge } from '../operations/index.ts';
 import { adminHandler } from '../../lib/admin.ts';
 import { writeBody } from '../../lib/answers.ts';
-import { errorAnswers } from './errors.ts';
+import { answerError, errorAnswers } from './errors.ts';
 import { rendererMetrics } from './metrics.ts';
 import { ogRoute, type OgDrawing } from './og.ts';
 import { requestScope, type Answered } from './request-scope.ts';
@@ -32,6 +32,11 @@ export type { OgDrawing } from './og.ts';
 const STOP_SETTLE_MS = 10_000;
 /** Settle attempts and the waits between them; settle is idempotent (docs/architecture.md §2). */
 const SETTLE_RETRY_MS = [200, 1_000];
+/**
+ * How long an answer waits for its settle before it leaves anyway. A settle that fails at
+ * first goes on retrying after the answer left (README "Metering").
+ */
+const SETTLE_WAIT_MS = 1_000;
 
 /**
  * Settles, retrying a failed attempt twice. A lease that still cannot be settled expires at
@@ -47,6 +52,13 @@ async function settleWithRetry(settler: Settler, outcome: SettleRequest): Promis
       await new Promise((r) => setTimeout(r, wait));
     }
   }
+}
+
+/** Resolves when `work` does or `ms` have passed, whichever comes first. */
+function settledOrWaited(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return Promise.race([work, waited]).finally(() => clearTimeout(timer));
 }
 
 /** Default ports of the renderer role (docs/architecture.md §1). */
@@ -106,7 +118,7 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
   // Only a lease policy signed gets any work done (README "Security").
   const leases = leaseKeys(requireLeaseSecrets(config));
 
-  const onAnswered = (a: Answered): void => {
+  const onAnswered = (a: Answered): Promise<void> => {
     const op = a.operation ?? 'unknown';
     if (a.operation !== undefined && a.operation !== 'ping') {
       metrics.renders.inc({ operation: op, outcome: a.status === 200 ? 'ok' : (a.errorCode ?? String(a.status)) });
@@ -122,7 +134,7 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
     if (a.leaseLeftOpen) {
       // The edge retries this lease on another renderer, which settles it (lib/policy-contract.ts).
       accepted -= 1;
-      return;
+      return Promise.resolve();
     }
     const settling = settleWithRetry(settler, {
       lease: a.lease, status: a.status,
@@ -134,6 +146,7 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
       pendingSettles.delete(settling);
       accepted -= 1;
     });
+    return settledOrWaited(settling, SETTLE_WAIT_MS);
   };
   // Leased requests between arrival and their settle; stop() waits for them (bounded).
   let accepted = 0;
@@ -144,7 +157,9 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
   const app = new Koa<RendererState>();
   app.silent = true; // errorAnswers logs what needs logging; Koa's default would print stacks.
   app.use(errorAnswers(logger));
-  app.use(requestScope({ now, verifyLease: (token) => leases.verify(token), onAccepted, onAnswered }));
+  app.use(requestScope({
+    now, verifyLease: (token) => leases.verify(token), answerError: (ctx, err) => answerError(ctx, err, logger), onAccepted, onAnswered,
+  }));
   const og = options.og === undefined ? undefined : ogRoute(options.og, cache, config.maxOutputBytes);
   for (const mw of v1Routes(operations, og)) app.use(mw);
 

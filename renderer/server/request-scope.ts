@@ -3,18 +3,19 @@
  * - the signed lease the edge got from policy (`x-tintype-lease`), checked before any work: a
  *   missing, forged, expired lease or one for another operation is 401 and settles nothing, so
  *   reaching the renderer's port is not enough to render (README "Security");
- * - an abort signal that fires when the client goes away before its answer is written, so the
- *   render stops at once and its slot is freed;
- * - once the answer is committed (status and headers decided, the whole body handed to the
- *   socket; not when the client has read it), one outcome — status, error code, cache — handed
- *   to the settler, the metrics and the access log, so a slow reader cannot outlive its lease
- *   and go unmetered. An answer abandoned before that settles as 499, which is not metered
- *   (lib/errors.ts isMetered), and only after the handler let go of its slot.
+ * - an abort signal that fires when the client goes away before its answer is decided, so the
+ *   render stops at once and its slot is freed; such a request settles as 499, which is not
+ *   metered (lib/errors.ts isMetered), once the handler let go of its slot;
+ * - once the answer is decided (status, headers and the whole body in hand, the handler's slot
+ *   free), one outcome — status, error code, cache — handed to the settler, the metrics and the
+ *   access log, before the answer's first byte leaves. The answer waits for that settle, so a
+ *   caller that sends its next call as soon as it has this answer finds its concurrency place
+ *   free (spec Part 3), and no reader, however slow, outlives its lease unmetered;
  * - the trace context the edge sent (`traceparent`, README "Telemetry"), so the render's spans and the
  *   settle call join the request's trace.
  */
 import { ROOT_CONTEXT, context, propagation } from '@opentelemetry/api';
-import type { Middleware } from 'koa';
+import type { Middleware, ParameterizedContext } from 'koa';
 import { ServiceError } from '../../lib/errors.ts';
 import type { LeaseClaims } from '../../lib/lease.ts';
 import { ATTEMPT_HEADER, LEASE_HEADER, OPERATIONS, leavesLeaseOpen, operationFor, type SettleRequest } from '../../lib/policy-contract.ts';
@@ -41,9 +42,12 @@ export function requestScope(options: {
   now: () => number;
   /** The claims of a lease signed by policy's secret, or undefined. */
   verifyLease: (token: string) => LeaseClaims | undefined;
+  /** Turns what the handler threw into its answer, so the answer settled is the one sent. */
+  answerError: (ctx: ParameterizedContext<RendererState>, err: unknown) => void;
   /** Called once per leased request on arrival; onAnswered follows exactly once. */
   onAccepted?: () => void;
-  onAnswered: (a: Answered) => void;
+  /** Takes the outcome; the answer leaves once the promise it returns resolves. */
+  onAnswered: (a: Answered) => Promise<void>;
 }): Middleware<RendererState> {
   return async (ctx, next) => {
     const traced = propagation.extract(ROOT_CONTEXT, ctx.headers);
@@ -64,40 +68,41 @@ export function requestScope(options: {
     }
 
     options.onAccepted?.();
+    const outcome = (decided: boolean): Answered => {
+      const status = decided ? ctx.res.statusCode : CLIENT_CLOSED;
+      const render = operation !== undefined && OPERATIONS[operation].render;
+      return {
+        lease,
+        operation,
+        status,
+        ...(decided && ctx.state.errorCode !== undefined ? { errorCode: ctx.state.errorCode } : {}),
+        ...(status === 200 && render && ctx.state.cache !== undefined ? { cache: ctx.state.cache } : {}),
+        ...(ctx.state.blocked !== undefined ? { blocked: ctx.state.blocked } : {}),
+        durationMs: options.now() - ctx.state.startedAt,
+        leaseLeftOpen: decided && leavesLeaseOpen(status, ctx.get(ATTEMPT_HEADER) || undefined),
+        state: ctx.state,
+      };
+    };
     let release!: () => void;
     const handlerDone = new Promise<void>((resolve) => (release = resolve));
     let outcomeTaken = false;
-    // `prefinish`: the answer is committed, its last byte handed to the socket. `close` before
-    // it: the client went away first.
-    const answered = (committed: boolean): void => {
+    // The client went away before its answer was decided: stop the render, and settle only
+    // once the handler has let go (its slot freed), so the place policy frees is really free.
+    ctx.res.once('close', () => {
       if (outcomeTaken) return;
       outcomeTaken = true;
-      if (!committed) controller.abort();
-      // Settle only once the handler has let go (its slot freed), so the concurrency place
-      // policy frees is really free.
-      void handlerDone.then(() => context.with(traced, () => {
-        const finished = committed;
-        const status = finished ? ctx.res.statusCode : CLIENT_CLOSED;
-        const render = operation !== undefined && OPERATIONS[operation].render;
-        options.onAnswered({
-          lease,
-          operation,
-          status,
-          ...(finished && ctx.state.errorCode !== undefined ? { errorCode: ctx.state.errorCode } : {}),
-          ...(status === 200 && render && ctx.state.cache !== undefined ? { cache: ctx.state.cache } : {}),
-          ...(ctx.state.blocked !== undefined ? { blocked: ctx.state.blocked } : {}),
-          durationMs: options.now() - ctx.state.startedAt,
-          leaseLeftOpen: finished && leavesLeaseOpen(status, ctx.get(ATTEMPT_HEADER) || undefined),
-          state: ctx.state,
-        });
-      }));
-    };
-    ctx.res.once('prefinish', () => answered(true));
-    ctx.res.once('close', () => answered(ctx.res.writableFinished));
+      controller.abort();
+      void handlerDone.then(() => context.with(traced, () => options.onAnswered(outcome(false))));
+    });
     try {
       await context.with(traced, next);
+    } catch (err) {
+      options.answerError(ctx, err);
     } finally {
       release();
     }
+    if (outcomeTaken) return;
+    outcomeTaken = true;
+    await context.with(traced, () => options.onAnswered(outcome(true)));
   };
 }

@@ -2,7 +2,8 @@
  * The meter through the embedded edge, with the real policy (SQLite), real renderer servers,
  * the real file cache and real settles over HTTP; only the Chromium pool is a stand-in (these
  * answers never need a browser: a cache hit, a busy slot, a fixed image).
- * - An answer is settled when it is committed, so a reader slower than its lease is metered.
+ * - An answer is settled before it leaves, so a reader slower than its lease is metered, and a
+ *   caller's next call finds the place of the last one free.
  * - The edge cuts an answer still streaming at the render budget + margin; it stays metered.
  * - A renderer's 503 leaves the lease open and the edge tries it once on another renderer,
  *   which settles it: metered exactly once.
@@ -27,7 +28,10 @@ import { parseHtmlToImage } from '../../renderer/schemas/index.ts';
 import { createRendererServer, type RendererServer } from '../../renderer/server/index.ts';
 import { TEST_LEASE_SECRET } from '../lib/leases.ts';
 
-const PLANS = { tiny: { monthlyQuota: 2, perMinute: 1_000, concurrentRenders: 4 } };
+const PLANS = {
+  tiny: { monthlyQuota: 2, perMinute: 1_000, concurrentRenders: 4 },
+  single: { monthlyQuota: 1_000, perMinute: 1_000, concurrentRenders: 1 },
+};
 /** Larger than every buffer between the renderer and a client that does not read (sockets, pipes). */
 const LARGE = 20 * 1024 * 1024;
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a2dd2b2a0000000049454e44ae426082', 'hex');
@@ -72,7 +76,12 @@ interface Rig {
 
 async function rig(
   t: { teardown(fn: () => unknown): void },
-  o: { renderers: number; renderTimeoutMs?: number; leaseGraceMs?: number; upstreamMarginMs?: number },
+  o: {
+    renderers: number; renderTimeoutMs?: number; leaseGraceMs?: number; upstreamMarginMs?: number;
+    plan?: keyof typeof PLANS;
+    /** How long each settle takes on its way to policy (a busy network or a loaded policy). */
+    settleDelayMs?: number;
+  },
 ): Promise<Rig> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-metering-'));
   const config = loadConfig({
@@ -97,8 +106,14 @@ async function rig(
     await cache.start();
     const settler = agentSettler(policyUrl);
     settlers.push(settler);
+    const delayed = {
+      async settle(outcome: Parameters<typeof settler.settle>[0]) {
+        await new Promise((r) => setTimeout(r, o.settleDelayMs ?? 0));
+        return settler.settle(outcome);
+      },
+    };
     const server = createRendererServer({
-      config, logger: quiet, registry: new Registry(), pool, cache, settler, judge: async () => ({ ok: true }), host: '127.0.0.1',
+      config, logger: quiet, registry: new Registry(), pool, cache, settler: delayed, judge: async () => ({ ok: true }), host: '127.0.0.1',
     });
     await server.start();
     renderers.push({ server, pool, cache });
@@ -114,7 +129,7 @@ async function rig(
     logger: quiet,
   });
   await edge.start();
-  const key = await createKey(policy.store, PLANS, { plan: 'tiny', now: clock.now() });
+  const key = await createKey(policy.store, PLANS, { plan: o.plan ?? 'tiny', now: clock.now() });
   t.teardown(async () => {
     await edge.stop();
     for (const r of renderers) {
@@ -197,7 +212,7 @@ t.test('a reader slower than its lease is metered exactly once; a quota of 2 the
   const r = await rig(t, { renderers: 1 });
   await cacheLarge(r.renderers[0]!.cache);
   const slow = slowReader(r.port, r.secret);
-  t.equal(await slow.status, 200, 'the answer is committed');
+  t.equal(await slow.status, 200, 'the answer is sent');
   t.ok(await eventually(async () => (await r.policy.store.openLeases(r.keyId)) === 0),
     'settled while the client has read almost nothing');
   // The lease's whole life passes while the client still reads; the sweep finds nothing to expire.
@@ -254,4 +269,18 @@ t.test("a busy renderer's render is retried on another one with the same lease, 
   t.equal(await r.policy.store.inFlight(r.keyId), 0, 'and no place held');
   const month = new Date(r.clock.now()).toISOString().slice(0, 7);
   t.equal(await r.policy.store.monthUsed(r.keyId, month), 1, 'its reservation given back');
+});
+
+t.test("an answer leaves once its settle is done: a one-render key's next call is never 429", async (t) => {
+  // Settles take long enough that an answer sent before its settle would beat it to policy.
+  const r = await rig(t, { renderers: 1, plan: 'single', settleDelayMs: 150 });
+  const answers: number[] = [];
+  for (let i = 0; i < 6; i++) {
+    // A bad body (400, not metered) and a render (200, metered) in turn, back to back.
+    const a = await call(r.port, r.secret, i % 2 === 0 ? { html: '' } : { ...BODY, width: 100 + i });
+    answers.push(a.status);
+    t.equal(await r.policy.store.openLeases(r.keyId), 0, `call ${i + 1}: its lease was settled before its answer came`);
+  }
+  t.same(answers, [400, 200, 400, 200, 400, 200], 'no call met 429 concurrent_limit');
+  t.equal((await r.policy.store.usage(r.keyId)).filter((u) => u.metered).length, 3, 'the three renders metered');
 });

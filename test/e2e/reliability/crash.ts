@@ -2,9 +2,10 @@
  * `kill -9` under load, then a restart on the same state. Compared per key once every lease of
  * the killed process has expired (render budget + grace + the sweep):
  * every answer finished before the kill is in the ledger exactly once; only a request in flight
- * at the kill can be off: answered while its settle had not committed (lost), or settled after
- * the renderer handed its answer to the edge, which died before relaying it (metered, not
- * received). The window is inherent to metering at commit (README "What it survives").
+ * at the kill can be off: settled before its answer was sent, and the process died before the
+ * client had it (metered, not received), or answered after its settle's wait ran out, before the
+ * settle committed (lost). The window is inherent to metering at the answer (README "What it
+ * survives").
  */
 import { cleanup } from '../service.ts';
 import { LOAD_ENV, loadKeys, startLoadService, within } from './fleet.ts';
