@@ -4,7 +4,9 @@
  * log-normal render times) runs through renderer pods of 2 slots that take 20 s to start; a
  * request that finds every ready slot busy is answered 503 `busy` (no queue, as the renderer).
  * The same trace is scaled twice, at equal settings (min 1, max 40, target 0.6, 300 s down
- * window): by controller/decide.ts reading busy slots every 5 s, and by the HPA's formula
+ * window): by controller/decide.ts reading each pod's `/state` every 5 s (its `busyMean`, the
+ * time-weighted mean of its busy slots over the last 5 s, computed exactly from the renders'
+ * start and end times, as the renderer does), and by the HPA's formula
  * ceil(current × utilisation / target) every 15 s on CPU averaged over the last 30 s (a render
  * uses its slot's CPU, so utilisation is the busy share of ready slots), with its 10% tolerance,
  * its down window and its default up limit (double or +4 pods each sync). Figures for each: the
@@ -16,6 +18,7 @@
 import { parseArgs } from 'node:util';
 import { decide, type Recommendation } from '../controller/decide.ts';
 import { SPEC_DEFAULTS, type PoolSpec } from '../controller/spec.ts';
+import { BUSY_MEAN_WINDOW_MS } from '../lib/state-contract.ts';
 import { printMachine, round2 } from './machine.ts';
 
 const { values: opts } = parseArgs({
@@ -62,13 +65,36 @@ function trace(seed: number): Request[] {
   return out;
 }
 
-interface Pod { readyAt: number; ends: number[]; draining: boolean }
+interface Pod {
+  readyAt: number;
+  ends: number[];
+  draining: boolean;
+  /** Busy slot-seconds in each whole second (by its start), for the pod's busyMean. */
+  busySeconds: Map<number, number>;
+}
+
+const newPod = (readyAt: number): Pod => ({ readyAt, ends: [], draining: false, busySeconds: new Map() });
+
+/** Adds a render from `from` to `to` (seconds) to the pod's busy slot-seconds. */
+function addBusy(pod: Pod, from: number, to: number): void {
+  for (let s = Math.floor(from); s < to; s++) pod.busySeconds.set(s, (pod.busySeconds.get(s) ?? 0) + Math.min(to, s + 1) - Math.max(from, s));
+}
+
+/** The pod's `/state` busyMean at whole second `now`: its busy slot-seconds over the window (since ready, when shorter), divided by the window. */
+function busyMean(pod: Pod, now: number): number {
+  const from = Math.max(now - BUSY_MEAN_WINDOW_MS / 1000, pod.readyAt);
+  for (const s of pod.busySeconds.keys()) if (s < from) pod.busySeconds.delete(s);
+  if (now <= from) return pod.ends.filter((e) => e > now).length;
+  let sum = 0;
+  for (let s = Math.ceil(from); s < now; s++) sum += pod.busySeconds.get(s) ?? 0;
+  return sum / (now - from);
+}
 
 /** How a scaler chooses: called at its own period with the pods, returns the replicas wanted. */
 interface Scaler { periodS: number; choose(now: number, current: number, pods: Pod[], samples: number[]): number }
 
 function simulate(requests: Request[], scaler: Scaler) {
-  const pods: Pod[] = [{ readyAt: 0, ends: [], draining: false }];
+  const pods: Pod[] = [newPod(0)];
   let busyAnswers = 0;
   let podSeconds = 0;
   let events = 0;
@@ -88,7 +114,10 @@ function simulate(requests: Request[], scaler: Scaler) {
         }
       }
       if (slot === undefined) busyAnswers += 1;
-      else slot.pod.ends[slot.i] = req.at + req.seconds;
+      else {
+        slot.pod.ends[slot.i] = req.at + req.seconds;
+        addBusy(slot.pod, req.at, req.at + req.seconds);
+      }
     }
     const ready = pods.filter((p) => !p.draining && p.readyAt <= now);
     const busy = ready.reduce((n, p) => n + p.ends.filter((e) => e > now).length, 0);
@@ -101,7 +130,7 @@ function simulate(requests: Request[], scaler: Scaler) {
     const want = scaler.choose(now, current, pods, samples);
     if (want === current) continue;
     events += 1;
-    if (want > current) for (let i = current; i < want; i++) pods.push({ readyAt: now + START_S, ends: [], draining: false });
+    if (want > current) for (let i = current; i < want; i++) pods.push(newPod(now + START_S));
     else {
       // Kubernetes removes starting pods first, then (here) the least busy.
       const live = pods.filter((p) => !p.draining).sort((a, b) => (b.readyAt - a.readyAt) || (a.ends.filter((e) => e > now).length - b.ends.filter((e) => e > now).length));
@@ -111,14 +140,15 @@ function simulate(requests: Request[], scaler: Scaler) {
   return { busyShare: busyAnswers / requests.length, podSeconds, events };
 }
 
-/** The operator: /state every 5 s, controller/decide.ts. */
+/** The operator: /state every 5 s (busy now and busyMean over the last 5 s), controller/decide.ts. */
 function slotScaler(): Scaler {
   let history: Recommendation[] = [];
   return {
     periodS: 5,
     choose(now, current, pods) {
       const readings = pods.filter((p) => !p.draining && p.readyAt <= now).map((p, i) => ({
-        name: String(i), state: { slots: SLOTS, busy: p.ends.filter((e) => e > now).length, guard: 'verified' as const, draining: false },
+        name: String(i),
+        state: { slots: SLOTS, busy: p.ends.filter((e) => e > now).length, busyMean: busyMean(p, now), guard: 'verified' as const, draining: false },
       }));
       const d = decide({ spec: SPEC, current, readings, now: now * 1000, history });
       history = d.history;

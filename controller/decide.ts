@@ -3,12 +3,15 @@
  * spec, the current replica count, the clock and the recommendations remembered from earlier
  * decisions. No I/O: the reconcile loop reads, calls this, then writes what it says.
  *
- *   desired = clamp(ceil(busy / (targetBusyRatio × slots per usable pod)), min, max)
+ *   desired = clamp(ceil(busyMean / (targetBusyRatio × slots per usable pod)), min, max)
  *
- * A usable pod is ready, readable, not draining, and its guard is verified; the others offer no
- * slots. Up at once (or to the lowest recommendation of the up window), down only to the
- * highest recommendation of the down window; never more than double, nor down more than half,
- * in one step.
+ * `busyMean` is the usable pods' busy slots averaged over the last seconds (lib/state-contract.ts),
+ * not the count of one moment: the down window keeps the highest recommendation of five minutes,
+ * and the highest of sixty momentary counts holds far more pods than the load needs. A usable pod
+ * is ready, readable, not draining, and its guard is verified; the others offer no slots. Up at
+ * once (or to the lowest recommendation of the up window), down only to the highest
+ * recommendation of the down window; never more than double, nor down more than half, in one
+ * step.
  */
 import type { RendererStateReport } from '../lib/state-contract.ts';
 import type { PoolSpec } from './spec.ts';
@@ -59,8 +62,10 @@ export interface Tally {
   usablePods: number;
   /** Slots of the usable pods. */
   slots: number;
-  /** Busy slots of the usable pods. */
+  /** Busy slots of the usable pods at the reading. */
   busySlots: number;
+  /** Busy slots of the usable pods averaged over the last seconds (the sum of their `busyMean`): what the decision scales on. */
+  busyMean: number;
   /** Ready pods whose guard is unverified or lost. */
   unverifiedPods: number;
   drainingPods: number;
@@ -79,7 +84,7 @@ export interface Decision {
 
 /** Sums the readings. */
 export function tally(readings: readonly PodReading[]): Tally {
-  const t: Tally = { usablePods: 0, slots: 0, busySlots: 0, unverifiedPods: 0, drainingPods: 0, unreadablePods: 0 };
+  const t: Tally = { usablePods: 0, slots: 0, busySlots: 0, busyMean: 0, unverifiedPods: 0, drainingPods: 0, unreadablePods: 0 };
   for (const { state } of readings) {
     if (state === undefined) t.unreadablePods += 1;
     else if (state.guard !== 'verified') t.unverifiedPods += 1;
@@ -88,6 +93,7 @@ export function tally(readings: readonly PodReading[]): Tally {
       t.usablePods += 1;
       t.slots += state.slots;
       t.busySlots += state.busy;
+      t.busyMean += state.busyMean;
     }
   }
   return t;
@@ -112,7 +118,7 @@ export function decide(input: DecisionInput): Decision {
 
   const slotsPerPod = t.slots / t.usablePods;
   // Rounded to a millionth first so that float error in the product cannot add a pod.
-  const raw = Math.ceil(Math.round((t.busySlots / (spec.targetBusyRatio * slotsPerPod)) * 1e6) / 1e6);
+  const raw = Math.ceil(Math.round((t.busyMean / (spec.targetBusyRatio * slotsPerPod)) * 1e6) / 1e6);
   const recommended = clamp(raw, spec.minReplicas, spec.maxReplicas);
   const history = [...kept, { at: now, replicas: recommended }];
 

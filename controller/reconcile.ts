@@ -68,7 +68,7 @@ export async function reconcilePool(deps: ReconcileDeps, pool: any, memory: Pool
   metrics.decisions.inc({ reason: decision.reason });
   logger.info('controller.decision', {
     pool: name, reason: decision.reason, from: current, to: decision.desired, slots: decision.tally.slots,
-    busy: decision.tally.busySlots, unverified: decision.tally.unverifiedPods, leader: deps.isLeader(),
+    busy: decision.tally.busySlots, busy_mean: Math.round(decision.tally.busyMean * 1000) / 1000, unverified: decision.tally.unverifiedPods, leader: deps.isLeader(),
   });
 
   // Write.
@@ -100,6 +100,8 @@ export async function reconcilePool(deps: ReconcileDeps, pool: any, memory: Pool
   return decision;
 }
 
+const round2 = (n: number): number => Math.round(n * 100) / 100;
+
 /** A Normal Event on the RenderPool naming from and to (events.k8s.io/v1; eventTime is a MicroTime). */
 async function announce(deps: ReconcileDeps, pool: any, reason: 'ScaledUp' | 'ScaledDown', from: number, d: Decision, now: number): Promise<void> {
   const { namespace } = deps;
@@ -112,7 +114,7 @@ async function announce(deps: ReconcileDeps, pool: any, reason: 'ScaledUp' | 'Sc
       type: 'Normal',
       reason,
       action: 'Scale',
-      note: `scaled from ${from} to ${d.desired} replicas (${d.tally.busySlots} of ${d.tally.slots} usable slots busy; ${d.reason})`,
+      note: `scaled from ${from} to ${d.desired} replicas (${round2(d.tally.busyMean)} of ${d.tally.slots} usable slots busy on average; ${d.reason})`,
       reportingController: `${GROUP}/${CONTROLLER_NAME}`,
       reportingInstance: deps.identity,
       regarding: {

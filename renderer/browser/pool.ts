@@ -11,7 +11,7 @@ import { addTally, emptyTally, type RenderTally } from '../../lib/guard-contract
 import { ServiceError } from '../../lib/errors.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Counter } from '../../lib/metrics.ts';
-import type { GuardState } from '../../lib/state-contract.ts';
+import { BUSY_MEAN_WINDOW_MS, type GuardState } from '../../lib/state-contract.ts';
 import { DEFAULT_CHROMIUM_UID } from '../../lib/config.ts';
 import { chromiumArgs, chromiumExecutable, isHeadlessShell } from './chromium.ts';
 import { chromiumEnvironment } from './chromium-env.ts';
@@ -19,6 +19,7 @@ import { JAIL_HOME, JAIL_PROFILE_DIR, type JailUser } from './chromium-jail.ts';
 import { chromiumSandbox, type SandboxVerdict } from './sandbox-support.ts';
 import { startGuardBridge, type GuardBridge } from './guard-bridge.ts';
 import { dialGuard, guardAddress, tallyReader, type GuardAddress } from './guard-endpoint.ts';
+import { BusyWindow } from './busy-window.ts';
 import { BrowserInstance, INSTANCE_GONE, withTimeout, type Lane } from './instance.ts';
 import { prepareNetnsLaunch, type NetnsLaunch } from './netns-launcher.ts';
 import { killTree, treeMemoryBytes } from './process-tree.ts';
@@ -97,6 +98,8 @@ class Pool implements BrowserPool {
   private launchFailures = 0;
 
   private busy = 0;
+  /** The busy count over time, for `/state`'s busyMean. */
+  private readonly busyWindow = new BusyWindow(BUSY_MEAN_WINDOW_MS, performance.now());
   private renders = 0;
   private restarts = 0;
   private verified = false;
@@ -199,6 +202,7 @@ class Pool implements BrowserPool {
     return {
       slots: this.config.slots,
       busy: this.busy,
+      busyMean: this.busyWindow.mean(performance.now()),
       renders: this.renders,
       restarts: this.restarts,
       browserMemoryBytes: this.lastMemoryBytes,
@@ -215,6 +219,7 @@ class Pool implements BrowserPool {
   private async renderOnSlot<T>(job: RenderJob<T>): Promise<RenderResult<T>> {
     if (this.stopped || !this.started || this.busy >= this.config.slots) throw new ServiceError('busy');
     this.busy += 1;
+    this.busyWindow.set(this.busy, performance.now());
     const control = new AbortController();
     const timer = setTimeout(() => control.abort(new ServiceError('render_timeout')), Math.max(0, job.deadline - Date.now()));
     const onClientGone = (): void => control.abort(job.signal?.reason ?? abortError());
@@ -303,6 +308,7 @@ class Pool implements BrowserPool {
       job.signal?.removeEventListener('abort', onClientGone);
       cancelDeathHook();
       this.busy -= 1;
+      this.busyWindow.set(this.busy, performance.now());
       if (inst !== undefined && lane !== undefined) {
         this.endRender(inst, lane, contextSpan);
       } else {

@@ -40,6 +40,8 @@ export interface RenderResult<T> {
 export interface PoolStats {
   slots: number;
   busy: number;
+  /** Busy slots averaged over time across the last few seconds (lib/state-contract.ts, busyMean). */
+  busyMean: number;
   renders: number;
   restarts: number;
   /** Chromium's memory at the last look (sum of its processes' PSS, bytes; 0 before the first look). */

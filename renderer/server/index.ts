@@ -176,7 +176,9 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
   // Draining from the moment stop() begins: the operator stops counting this renderer's slots.
   const state = (): RendererStateReport => {
     const stats = pool.stats();
-    return { slots: stats.slots, busy: stats.busy, guard: pool.guardState(), draining: !started };
+    // A thousandth of a slot is all the decision needs, and keeps the answer short.
+    const busyMean = Math.round(stats.busyMean * 1000) / 1000;
+    return { slots: stats.slots, busy: stats.busy, busyMean, guard: pool.guardState(), draining: !started };
   };
   const admin = http.createServer(adminHandler({
     registries: [registry],

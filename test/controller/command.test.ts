@@ -68,7 +68,7 @@ t.test('runs, leads, scales, and releases the Lease on SIGTERM', async (t) => {
   }));
   server.apply('deployments', 'render', { metadata: { name: 'renderer' }, spec: { replicas: 1, selector: { matchLabels: POD_LABELS } }, status: { replicas: 1 } });
   server.apply('renderpools', 'render', { metadata: { name: 'pool' }, spec: { deploymentName: 'renderer' } });
-  pod.state = { ...pod.state, busy: 2 };
+  pod.state = { ...pod.state, busy: 2, busyMean: 2 };
   server.apply('pods', 'render', pod.pod());
 
   const { child, lines, exited } = spawnController({
@@ -82,7 +82,7 @@ t.test('runs, leads, scales, and releases the Lease on SIGTERM', async (t) => {
   await until('ready', async () => (await fetch(`${admin}/healthz/ready`)).status === 200);
   await until('the Lease', () => server.get('leases', 'ops', 'tintype-controller')?.spec?.holderIdentity === 'controller-0');
   await until('the scale up', () => server.get('deployments', 'render', 'renderer').spec.replicas === 2);
-  t.pass('scaled 1 -> 2 on two busy slots');
+  t.pass('scaled 1 -> 2 on two slots busy on average');
   const metrics = await (await fetch(`${admin}/metrics`)).text();
   t.match(metrics, /tintype_controller_leader 1/);
   t.match(metrics, /tintype_controller_scales_total\{direction="up"\} 1/);

@@ -10,13 +10,17 @@ import type { RendererStateReport } from '../../lib/state-contract.ts';
 
 const spec = (over: Partial<PoolSpec> = {}): PoolSpec => ({ deploymentName: 'renderer', ...SPEC_DEFAULTS, ...over });
 
-/** `n` verified pods of 2 slots with `busy` busy slots spread over them. */
+/** `n` verified pods of 2 slots with `busy` busy slots spread over them, busy as much on average over the last seconds (a steady load). */
 function pods(n: number, busy: number, extra: Partial<RendererStateReport> = {}): PodReading[] {
   return Array.from({ length: n }, (_, i) => {
     const b = Math.max(0, Math.min(2, busy - 2 * i));
-    return { name: `p${i}`, state: { slots: 2, busy: b, guard: 'verified', draining: false, ...extra } };
+    return { name: `p${i}`, state: { slots: 2, busy: b, busyMean: b, guard: 'verified', draining: false, ...extra } };
   });
 }
+
+/** One verified pod of 2 slots, `busy` busy now and `busyMean` on average over the last seconds. */
+const pod = (name: string, busy: number, busyMean: number): PodReading =>
+  ({ name, state: { slots: 2, busy, busyMean, guard: 'verified', draining: false } });
 
 const S = 1000;
 
@@ -41,6 +45,19 @@ const rows: Row[] = [
   { name: '4 busy on 2 pods wants 4: up at once', current: 2, readings: pods(2, 4), desired: 4, reason: 'scale_up' },
   { name: 'exactly at target (6 of 10 busy on 5 pods) holds', current: 5, readings: pods(5, 6), desired: 5, reason: 'steady' },
   { name: 'one over target (7 of 10 busy) adds one', current: 5, readings: pods(5, 7), desired: 6, reason: 'scale_up' },
+  // The mean over the last seconds decides, not the count of the moment.
+  { name: 'both slots busy this moment but 0.5 on average: no scale up', current: 1, readings: [pod('p0', 2, 0.5)], desired: 1, reason: 'steady' },
+  { name: 'one slot busy this moment but 1.3 on average: up to 2', current: 1, readings: [pod('p0', 1, 1.3)], desired: 2, reason: 'scale_up' },
+  { name: 'mean exactly at target (1.2 of 2 on one pod) holds', current: 1, readings: [pod('p0', 2, 1.2)], desired: 1, reason: 'steady' },
+  { name: 'mean just over target (1.201) adds a pod', current: 1, readings: [pod('p0', 1, 1.201)], desired: 2, reason: 'scale_up' },
+  {
+    name: 'idle this moment but busy on average: no scale down (2.4 over 4 pods wants 2)', current: 2,
+    readings: [pod('p0', 0, 1.2), pod('p1', 0, 1.2)], history: [], desired: 2, reason: 'steady',
+  },
+  {
+    name: 'means are summed over usable pods (0.7 + 0.6 + 1.1 = 2.4 wants 2)', current: 3,
+    readings: [pod('p0', 2, 0.7), pod('p1', 2, 0.6), pod('p2', 2, 1.1)], history: [], desired: 2, reason: 'scale_down',
+  },
   // Doubling cap: limit - 1, limit, limit + 1.
   { name: 'up to 3 from 2 (under double)', spec: { targetBusyRatio: 1 }, current: 2, readings: [...pods(2, 4), ...pods(0, 0)], history: [], desired: 2, reason: 'steady' },
   { name: 'up to exactly double', spec: { targetBusyRatio: 0.5 }, current: 2, readings: pods(2, 4), desired: 4, reason: 'scale_up' },
@@ -57,20 +74,20 @@ const rows: Row[] = [
   // An unverified or lost guard offers no slots; neither does a draining pod.
   {
     name: 'an unverified pod offers no slots (3 usable pods, 4 busy -> 4)', current: 4,
-    readings: [...pods(3, 4), { name: 'u', state: { slots: 2, busy: 0, guard: 'unverified', draining: false } }], desired: 4, reason: 'steady',
+    readings: [...pods(3, 4), { name: 'u', state: { slots: 2, busy: 0, busyMean: 0, guard: 'unverified', draining: false } }], desired: 4, reason: 'steady',
   },
   {
     name: 'a lost guard offers no slots: the busy share of the others decides', current: 2,
-    readings: [...pods(1, 2), { name: 'l', state: { slots: 2, busy: 0, guard: 'lost', draining: false } }], desired: 2, reason: 'steady',
+    readings: [...pods(1, 2), { name: 'l', state: { slots: 2, busy: 0, busyMean: 0, guard: 'lost', draining: false } }], desired: 2, reason: 'steady',
   },
   {
     name: 'unverified pods do not lower the per-pod slots', current: 2,
-    readings: [...pods(1, 2), { name: 'u', state: { slots: 8, busy: 0, guard: 'unverified', draining: false } }],
+    readings: [...pods(1, 2), { name: 'u', state: { slots: 8, busy: 0, busyMean: 0, guard: 'unverified', draining: false } }],
     history: [], desired: 2, reason: 'steady',
   },
   {
     name: 'a draining pod offers no slots and its renders do not count', current: 2,
-    readings: [...pods(1, 2), { name: 'd', state: { slots: 2, busy: 2, guard: 'verified', draining: true } }], desired: 2, reason: 'steady',
+    readings: [...pods(1, 2), { name: 'd', state: { slots: 2, busy: 2, busyMean: 2, guard: 'verified', draining: true } }], desired: 2, reason: 'steady',
   },
   { name: 'an unreadable pod offers no slots', current: 2, readings: [...pods(1, 2), { name: 'x', state: undefined }], desired: 2, reason: 'steady' },
   // Nothing to read: hold.
@@ -144,10 +161,10 @@ t.test('a sequence on one clock: rise, hold inside the window, fall after it', a
   t.ok(history.every((r) => now - r.at <= 300 * S), 'old recommendations are forgotten');
 });
 
-t.test('the tally reports usable slots, busy slots and unverified pods', async (t) => {
+t.test('the tally reports usable slots, busy slots now and on average, and unverified pods', async (t) => {
   const d = decide({
     spec: spec(), current: 3, now: NOW, history: [],
-    readings: [...pods(2, 3), { name: 'u', state: { slots: 2, busy: 0, guard: 'lost', draining: false } }],
+    readings: [pod('p0', 2, 0.5), pod('p1', 1, 1.25), { name: 'u', state: { slots: 2, busy: 1, busyMean: 1, guard: 'lost', draining: false } }],
   });
-  t.same(d.tally, { usablePods: 2, slots: 4, busySlots: 3, unverifiedPods: 1, drainingPods: 0, unreadablePods: 0 });
+  t.same(d.tally, { usablePods: 2, slots: 4, busySlots: 3, busyMean: 1.75, unverifiedPods: 1, drainingPods: 0, unreadablePods: 0 });
 });

@@ -7,7 +7,7 @@ export interface FakeRenderer {
   name: string;
   ip: string;
   port: number;
-  /** What `/state` answers; change it to change the pod's load or guard. */
+  /** What `/state` answers; change it to change the pod's load (busy now, busyMean over the last seconds) or guard. */
   state: RendererStateReport;
   /** The Pod object as the API server would hold it. */
   pod(ready?: boolean): any;
@@ -17,7 +17,7 @@ export interface FakeRenderer {
 export const POD_LABELS = { app: 'renderer' };
 
 export async function startFakeRenderer(name: string, ip: string): Promise<FakeRenderer> {
-  const r = { state: { slots: 2, busy: 0, guard: 'verified', draining: false } as RendererStateReport };
+  const r: { state: RendererStateReport } = { state: { slots: 2, busy: 0, busyMean: 0, guard: 'verified', draining: false } };
   const server = http.createServer((req, res) => {
     if (req.url === '/state') res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(r.state));
     else res.writeHead(404).end();

@@ -1,7 +1,8 @@
 /**
  * The renderer's side of the operator's contract (lib/state-contract.ts): `GET /state` on the
- * admin port answers the real pool's slots, busy slots, guard and draining, read here as the
- * controller reads it. A real renderer: Chromium, the guard, the server.
+ * admin port answers the real pool's slots, busy slots (now, and averaged over the last seconds),
+ * guard and draining, read here as the controller reads it. A real renderer: Chromium, the
+ * guard, the server.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -43,17 +44,25 @@ t.test('idle and verified', async (t) => {
   const res = await fetch(`${h.admin}/state`);
   t.equal(res.status, 200);
   t.match(res.headers.get('content-type'), /^application\/json/);
-  t.same(await res.json(), { slots: 2, busy: 0, guard: 'verified', draining: false });
+  const body = (await res.json()) as Record<string, any>;
+  t.same(Object.keys(body).sort(), ['busy', 'busyMean', 'draining', 'guard', 'slots']);
+  t.match(body, { slots: 2, busy: 0, guard: 'verified', draining: false });
+  // The start-up self-test renders on a slot, so the last seconds may hold some of it.
+  t.ok(body.busyMean >= 0 && body.busyMean <= 2, 'busyMean is between none and every slot');
   t.equal((await fetch(`${h.base}/state`)).status, 404, 'not on the public port');
 });
 
 t.test('a render in flight is a busy slot', async (t) => {
   const holding = post(h, 'screenshot', { url: `${site.origin}/a` });
   await until(() => h.pool.stats().busy === 1 && held.size === 1, 'the slot to be taken and the page asked for');
-  t.same(await read(h.admin), { slots: 2, busy: 1, guard: 'verified', draining: false });
+  const during = await read(h.admin);
+  t.match(during, { slots: 2, busy: 1, guard: 'verified', draining: false });
+  t.ok(during!.busyMean > 0 && during!.busyMean <= 2, 'the held slot counts in the mean');
   releaseAll();
   t.equal((await holding).status, 200);
-  t.same(await read(h.admin), { slots: 2, busy: 0, guard: 'verified', draining: false });
+  const after = await read(h.admin);
+  t.match(after, { slots: 2, busy: 0, guard: 'verified', draining: false });
+  t.ok(after!.busyMean > 0, 'a render that has just ended still counts in the mean of the last seconds');
 });
 
 t.test('a guard lost after the self-test passed reads lost', async (t) => {

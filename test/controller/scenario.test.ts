@@ -1,6 +1,7 @@
 /**
  * The operator against the loopback API server (fake-apiserver.ts) and fake renderer pods, on a
- * fake clock: load rises (1 -> 2 -> 4), a new pod becomes ready, one pod's guard goes unverified,
+ * fake clock: a moment's burst with a low mean changes nothing, load rises (1 -> 2 -> 4), a new
+ * pod becomes ready, one pod's guard goes unverified,
  * load falls (held inside the down window, then down), the watches expire and relist, the Lease
  * is lost (writes stop) and regained, and SIGTERM's stop releases it.
  */
@@ -42,6 +43,10 @@ t.test('scripted scenario', async (t) => {
     await server.close();
     await rm(dir, { recursive: true, force: true });
   });
+  /** A pod's load: `busy` slots now, `busyMean` on average over the last seconds (a steady load by default). */
+  const load = (p: FakeRenderer, busy: number, busyMean = busy): void => {
+    p.state = { ...p.state, busy, busyMean };
+  };
   const addPod = async (ready = true): Promise<FakeRenderer> => {
     const p = await startFakeRenderer(`renderer-${pods.length}`, `127.0.0.${11 + pods.length}`);
     pods.push(p);
@@ -108,8 +113,16 @@ t.test('scripted scenario', async (t) => {
     t.equal(writes() - before, 1, 'only the Lease renewal');
   });
 
+  await t.test("a moment's burst: every slot busy at the reading, little on average: Busy, but no scale", async (t) => {
+    load(p0, 2, 0.4);
+    await step(5);
+    t.equal(replicas(), 1, 'the mean decides, not the moment');
+    t.equal(condition('Busy').status, 'True', 'the condition tells the moment');
+    t.equal(status().busySlots, 2);
+  });
+
   await t.test('load rises: 1 -> 2, a new pod becomes ready, 2 -> 4', async (t) => {
-    p0.state = { ...p0.state, busy: 2 };
+    load(p0, 2);
     await step(5);
     t.equal(replicas(), 2, '1 -> 2');
     const scale = server.requests.find((r) => r.path.endsWith('/deployments/renderer/scale'));
@@ -126,7 +139,7 @@ t.test('scripted scenario', async (t) => {
     t.equal(replicas(), 2, 'a pod not yet ready offers nothing and changes nothing');
     t.equal(status().readyReplicas, 1);
 
-    p1.state = { ...p1.state, busy: 2 };
+    load(p1, 2);
     server.apply('pods', NS, p1.pod(true));
     await until('the pod ready', () => controller.cache('pods').get('renderer-1')?.status.conditions[0].status === 'True');
     await step(5);
@@ -140,7 +153,7 @@ t.test('scripted scenario', async (t) => {
     const p2 = await addPod();
     const p3 = await addPod();
     await until('four pods', () => controller.cache('pods').size === 5);
-    for (const p of [p0, pods[1]!, p2]) p.state = { ...p.state, busy: 1 };
+    for (const p of [p0, pods[1]!, p2]) load(p, 1);
     p3.state = { ...p3.state, guard: 'unverified' };
     await step(5);
     t.equal(status().unverifiedPods, 1);
@@ -177,7 +190,7 @@ t.test('scripted scenario', async (t) => {
   });
 
   await t.test('load falls: held inside the down window, then down by half at most', async (t) => {
-    for (const p of pods) p.state = { ...p.state, busy: 0 };
+    for (const p of pods) load(p, 0);
     await step(60);
     t.equal(replicas(), 4, 'held');
     await step(200);
@@ -190,7 +203,7 @@ t.test('scripted scenario', async (t) => {
 
   await t.test('the Lease is lost: writes stop before another could hold it, and resume once it is regained', async (t) => {
     const restore = server.failWhile((m, p) => m === 'PUT' && p.includes('/leases/'), 500);
-    for (const p of pods) p.state = { ...p.state, busy: 2 };
+    for (const p of pods) load(p, 2);
     // Renewals fail; 10 s (the renew deadline) after the last good one, nothing is written.
     await controller.leader.tick();
     clock += 10_000;
