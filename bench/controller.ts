@@ -5,8 +5,8 @@
  * request that finds every ready slot busy is answered 503 `busy` (no queue, as the renderer).
  * The same trace is scaled twice, at equal settings (min 1, max 40, target 0.6, 300 s down
  * window): by controller/decide.ts reading each pod's `/state` every 5 s (its `busyMean`, the
- * time-weighted mean of its busy slots over the last 5 s, computed exactly from the renders'
- * start and end times, as the renderer does), and by the HPA's formula
+ * time-weighted mean of its busy slots over the last BUSY_MEAN_WINDOW_MS, computed exactly from
+ * the renders' start and end times, as the renderer does), and by the HPA's formula
  * ceil(current × utilisation / target) every 15 s on CPU averaged over the last 30 s (a render
  * uses its slot's CPU, so utilisation is the busy share of ready slots), with its 10% tolerance,
  * its down window and its default up limit (double or +4 pods each sync). Figures for each: the
@@ -140,7 +140,7 @@ function simulate(requests: Request[], scaler: Scaler) {
   return { busyShare: busyAnswers / requests.length, podSeconds, events };
 }
 
-/** The operator: /state every 5 s (busy now and busyMean over the last 5 s), controller/decide.ts. */
+/** The operator: /state every 5 s (busy now, and busyMean over the last BUSY_MEAN_WINDOW_MS), controller/decide.ts. */
 function slotScaler(): Scaler {
   let history: Recommendation[] = [];
   return {
