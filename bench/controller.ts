@@ -3,7 +3,7 @@
  * operator"). A seeded trace of bursty render traffic (arrivals on a daily curve with bursts,
  * log-normal render times) runs through renderer pods of 2 slots that take 20 s to start; a
  * request that finds every ready slot busy is answered 503 `busy` (no queue, as the renderer).
- * The same trace is scaled twice, at equal settings (min 1, max 40, target 0.6, 300 s down
+ * The same trace is scaled at equal settings (min 1, max 40, target 0.6, 300 s down
  * window): by controller/decide.ts reading each pod's `/state` every 5 s (its `busyMean`, the
  * time-weighted mean of its busy slots over the last BUSY_MEAN_WINDOW_MS, computed exactly from
  * the renders' start and end times, as the renderer does), and by the HPA's formula
@@ -13,9 +13,8 @@
  * reference: the same HPA setting not-yet-ready pods aside as Kubernetes does for CPU (the ratio
  * taken over ready pods; on a rise with pods still starting, those count as idle, and the count
  * holds when that brings the ratio within the tolerance or below 1), which starts fewer pods on a
- * rise than the formula on every replica. Figures for each: the
- * share of requests that met `busy`, pod-seconds (starting and draining pods included) and scale
- * events. Nothing here is timed: the figures are the simulation's, the same on any machine.
+ * rise than the formula on every replica. Figures for each: the share of requests that met
+ * `busy`, pod-seconds (starting and draining pods included) and scale events. Nothing here is timed: the figures are the simulation's, the same on any machine.
  *
  * `npm run bench -- controller [--hours H] [--seed N]`
  */
