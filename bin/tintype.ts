@@ -9,12 +9,13 @@ function usage(): string {
   return ['usage: tintype <command> [options]', '', ...lines, '', 'tintype <command> --help: its synopsis, options and the settings it reads'].join('\n');
 }
 
-const command = name === undefined ? undefined : commands[name];
-if (command === undefined) {
+const entry = name === undefined ? undefined : commands[name];
+if (entry === undefined) {
   process.stderr.write(`${name === undefined || name === '--help' || name === '-h' || name === 'help' ? '' : `unknown command: ${name}\n\n`}${usage()}\n`);
   process.exit(name === '--help' || name === '-h' || name === 'help' ? 0 : 2);
 }
 
+const command = await entry.load();
 if (wantsHelp(args)) {
   process.stdout.write(command.help);
   process.exit(0);

@@ -5,10 +5,9 @@
  * each role; their attributes never carry a URL, HTML or key. Traces only: metrics are
  * Prometheus on the admin port and logs are JSON lines, so the SDK's env-driven metric and log
  * exporters are switched off here, as are resource detectors that would copy the command line.
+ * The SDK is loaded only when tracing is on: it is most of a role's start-up time otherwise.
  */
 import { context, propagation } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { NodeSDK, core, resources, tracing } from '@opentelemetry/sdk-node';
 import type { Config } from './config.ts';
 
 export interface Telemetry {
@@ -27,12 +26,16 @@ export function tracesUrl(endpoint: string): string {
  * Starts tracing for `role` (service name `tintype-<role>` unless OTEL_SERVICE_NAME says
  * otherwise); a no-op when no endpoint is configured.
  */
-export function startTelemetry(
+export async function startTelemetry(
   config: Pick<Config, 'otelEndpoint' | 'otelServiceName'>,
   role: string,
   options: { exportDelayMs?: number } = {},
-): Telemetry {
+): Promise<Telemetry> {
   if (config.otelEndpoint === undefined) return { enabled: false, shutdown: async () => {} };
+  const [{ OTLPTraceExporter }, { NodeSDK, core, resources, tracing }] = await Promise.all([
+    import('@opentelemetry/exporter-trace-otlp-http'),
+    import('@opentelemetry/sdk-node'),
+  ]);
   const serviceName = config.otelServiceName ?? `tintype-${role}`;
   const exporter = new OTLPTraceExporter({ url: tracesUrl(config.otelEndpoint) });
   const sdk = new NodeSDK({

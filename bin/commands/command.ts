@@ -1,6 +1,5 @@
-/** What each subcommand module exports: a one-line summary, its --help text and an entry point. */
+/** What each subcommand module exports: its --help text and an entry point (its summary is in index.ts). */
 export interface Command {
-  summary: string;
   /** What `tintype <command> --help` prints: synopsis, options, the settings it reads. */
   help: string;
   /** Runs the role; resolves with an exit code, or never for long-running servers. */
@@ -46,18 +45,6 @@ function wrap(text: string, width: number): string[] {
 /** Whether the arguments ask for help. */
 export function wantsHelp(args: readonly string[]): boolean {
   return args.includes('--help') || args.includes('-h');
-}
-
-/** A subcommand whose role is not built yet: says so and exits non-zero. */
-export function notBuilt(name: string, summary: string): Command {
-  return {
-    summary: `${summary} (not built yet)`,
-    help: helpText({ synopsis: [`tintype ${name}`], about: `${summary}: not built yet; it exits with status 3.`, settings: [] }),
-    async run() {
-      process.stderr.write(`tintype: this command is not built yet: ${summary}\n`);
-      return 3;
-    },
-  };
 }
 
 /** Resolves with the first stop signal (SIGTERM from an orchestrator, SIGINT from a terminal). */

@@ -21,7 +21,6 @@ export const CONTROLLER_ADMIN_PORT = 9083;
 const STATE_TIMEOUT_MS = 2_000;
 
 export const controllerCommand: Command = {
-  summary: 'the Kubernetes operator: scales RenderPools on render slots and reports their state',
   help: helpText({
     synopsis: ['tintype controller'],
     about: 'The Kubernetes operator: watches RenderPools in TINTYPE_CONTROLLER_NAMESPACE (default: its own), scales their ' +

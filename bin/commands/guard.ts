@@ -15,7 +15,6 @@ export const GUARD_PORT = 3128;
 export const GUARD_ADMIN_PORT = 9128;
 
 export const guardCommand: Command = {
-  summary: 'the egress guard (forward proxy) on its own',
   help: helpText({
     synopsis: ['tintype guard'],
     about: 'The egress guard (forward proxy) on PORT (3128) and/or GUARD_SOCKET; metrics and probes on the admin port (TINTYPE_ADMIN_PORT, 9128).',

@@ -16,7 +16,6 @@ import { helpText, type Command } from './command.ts';
 const USAGE = 'usage: tintype keys create --plan P [--name N] | list | revoke ID';
 
 export const keysCommand: Command = {
-  summary: 'key admin: create --plan P | list | revoke ID',
   help: helpText({
     synopsis: ['tintype keys create --plan P [--name N]', 'tintype keys list', 'tintype keys revoke ID'],
     about: 'create prints the new key\'s id, plan, name and secret; the secret is shown once and only its hash is stored. ' +

@@ -12,7 +12,6 @@ import { openUsageReader } from '../../policy/usage-reader.ts';
 import { helpText, waitForStopSignal, type Command } from './command.ts';
 
 export const policyCommand: Command = {
-  summary: 'ext_authz and settle service for Envoy',
   help: helpText({
     synopsis: ['tintype policy'],
     about: 'The ext_authz and settle service for Envoy on PORT (8081); metrics, probes and the usage report (GET /usage) on the admin port (TINTYPE_ADMIN_PORT, 9081). SIGTERM or SIGINT stops it.',
@@ -23,7 +22,7 @@ export const policyCommand: Command = {
     const logger = createLogger('policy', { level: config.logLevel });
     // Before the server exists, so its `authz` and `settle` spans are exported (README "Telemetry");
     // a no-op without OTEL_EXPORTER_OTLP_ENDPOINT.
-    const telemetry = startTelemetry(config, 'policy');
+    const telemetry = await startTelemetry(config, 'policy');
     const registry = new Registry();
     const server = createPolicyServer({ config, logger, registry });
     // Prometheus, the kubelet and operators reach the admin port over the network; the usage

@@ -138,7 +138,6 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
 }
 
 export const rendererCommand: Command = {
-  summary: 'the renderer server (screenshot, html-to-image, pdf, og) with its Chromium pool',
   help: helpText({
     synopsis: ['tintype renderer'],
     about: 'The renderer server (screenshot, html-to-image, pdf, og) on PORT (8082), reachable from the edge only; metrics and probes on the admin port (TINTYPE_ADMIN_PORT, 9082). Leases settle to TINTYPE_POLICY_URL. SIGTERM lets renders in flight finish, then stops.',
@@ -147,7 +146,7 @@ export const rendererCommand: Command = {
   async run() {
     const config = loadConfig();
     const logger = createLogger('renderer', { level: config.logLevel });
-    const telemetry = startTelemetry(config, 'renderer');
+    const telemetry = await startTelemetry(config, 'renderer');
     const role = await createRendererRole(config, logger);
     const stopping = waitForStopSignal();
     await Promise.race([role.start(), stopping]);

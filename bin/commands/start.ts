@@ -26,7 +26,6 @@ export const START_PORT = 8080;
 export const START_ADMIN_PORT = 9080;
 
 export const startCommand: Command = {
-  summary: 'edge + policy + renderer + guard on one machine',
   help: helpText({
     synopsis: ['tintype start'],
     about: 'The whole service in one process: the edge on PORT (8080), policy, the renderer and its guard on loopback; metrics, probes and the usage report (GET /usage) on the admin port (TINTYPE_ADMIN_PORT, 127.0.0.1:9080). State and cache in TINTYPE_DATA_DIR. SIGTERM or Ctrl-C lets renders in flight finish, then stops.',
@@ -35,7 +34,7 @@ export const startCommand: Command = {
   async run() {
     const config = loadConfig();
     const logger = createLogger('start', { level: config.logLevel });
-    const telemetry = startTelemetry(config, 'start');
+    const telemetry = await startTelemetry(config, 'start');
     const registry = new Registry();
     ensurePrivateDir(config.dataDir);
 

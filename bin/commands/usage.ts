@@ -14,7 +14,6 @@ import { UsageInputError, parseKeyId, parseMonth } from '../../policy/usage-repo
 import { CommandLineError, helpText, type Command } from './command.ts';
 
 export const usageCommand: Command = {
-  summary: 'the usage ledger per key for one UTC month (table, csv, json)',
   help: helpText({
     synopsis: ['tintype usage [--month YYYY-MM] [--key ID] [--format table|csv|json]'],
     about: 'Per key, for one UTC month: metered calls, calls by operation, cache hits and renders, answers by status and error ' +

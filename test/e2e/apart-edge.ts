@@ -51,7 +51,7 @@ function probe(p: Pod): Promise<boolean> {
 }
 
 async function main(): Promise<void> {
-  const telemetry = startTelemetry(loadConfig(), 'edge');
+  const telemetry = await startTelemetry(loadConfig(), 'edge');
   const registry = new Registry();
   const edge = createEdge({
     policyUrl: env('POLICY_URL'),

@@ -24,7 +24,7 @@ t.test('tracesUrl: a base gets /v1/traces, a traces URL is kept', async (t) => {
 });
 
 t.test('off when no endpoint is configured', async (t) => {
-  const tel = startTelemetry({ otelEndpoint: undefined, otelServiceName: undefined }, 'test');
+  const tel = await startTelemetry({ otelEndpoint: undefined, otelServiceName: undefined }, 'test');
   t.equal(tel.enabled, false);
   const span = trace.getTracer('tintype').startSpan('x');
   t.equal(span.isRecording(), false, 'spans are no-ops');
@@ -34,7 +34,7 @@ t.test('off when no endpoint is configured', async (t) => {
 
 t.test('on with an endpoint: edge ▸ policy ▸ renderer in one trace, exported over OTLP/HTTP', async (t) => {
   const receiver = await startOtlpReceiver();
-  const tel = startTelemetry({ otelEndpoint: receiver.endpoint, otelServiceName: undefined }, 'test', { exportDelayMs: 50 });
+  const tel = await startTelemetry({ otelEndpoint: receiver.endpoint, otelServiceName: undefined }, 'test', { exportDelayMs: 50 });
   t.equal(tel.enabled, true);
   const policy = await policyStub();
   const renderer = await rendererStub();
