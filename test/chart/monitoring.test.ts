@@ -40,8 +40,11 @@ t.test('the ServiceMonitor scrapes every admin port of the release', async (t) =
   t.equal(sm.metadata.labels.release, 'prometheus', 'labels for the Prometheus that selects it');
   const services = ofKind(objects, 'Service') as any[];
   const selected = services.filter((s) => Object.entries(sm.spec.selector.matchLabels).every(([k, v]) => s.metadata.labels[k] === v));
-  t.same(selected.map((s) => s.metadata.name).sort(), [`${RELEASE}-envoy-admin`, `${RELEASE}-guard-admin`, `${RELEASE}-policy`, `${RELEASE}-renderer-admin`]);
+  t.same(selected.map((s) => s.metadata.name).sort(), [`${RELEASE}-envoy-admin`, `${RELEASE}-guard-admin`, `${RELEASE}-policy-admin`, `${RELEASE}-renderer-admin`]);
   for (const s of selected) t.ok(s.spec.ports.some((p: any) => sm.spec.endpoints.some((e: any) => e.port === p.name)), `${s.metadata.name}: a scraped port`);
+  // Only admin ports are scraped: policy's metrics are on its admin port (9081), not on 8081.
+  t.same(sm.spec.endpoints.map((e: any) => e.port), ['admin']);
+  for (const s of selected) t.same(s.spec.ports.map((p: any) => p.name), ['admin'], `${s.metadata.name}: its admin port only`);
 });
 
 t.test('the alerts: guard unverified, all slots busy, 5xx other than busy, policy store down', async (t) => {

@@ -113,6 +113,10 @@ t.test('policy: ingress from Envoy and renderers; egress to PostgreSQL and DNS',
   t.ok(may(envoy, policy, 8081));
   t.ok(may(renderer, policy, 8081));
   for (const from of [guard, controller, stranger, strangerElsewhere, otherRelease, internet]) t.notOk(may(from, policy, 8081));
+  // The admin port (9081: metrics, readiness, the usage report of every key): Envoy's health
+  // checks only while monitoring is off; never a renderer, whose Chromium shares its network.
+  t.ok(may(envoy, policy, 9081), "Envoy health-checks policy's readiness on its admin port");
+  for (const from of [renderer, guard, controller, prometheus, stranger, strangerElsewhere, otherRelease, internet]) t.notOk(may(from, policy, 9081));
   t.ok(may(policy, postgres, 5432));
   t.ok(may(policy, dns, 53, 'UDP'));
   t.notOk(may(policy, redis, 6379));
@@ -133,6 +137,7 @@ t.test('Envoy: its public port from anywhere; egress to policy and renderers onl
   t.notOk(may(envoy, internet, 443));
   t.notOk(may(envoy, redis, 6379));
   t.ok(may(envoy, renderer, 9082), 'readiness health checks');
+  t.ok(may(envoy, policy, 9081), "and policy's");
   t.notOk(may(envoy, policy, 9082));
   for (const port of [8081, 8082, 53]) for (const to of [stranger, internet, guard]) t.notOk(may(envoy, to, port) || may(envoy, to, port, 'UDP'), `${port} reaches only its peer`);
 });
@@ -157,7 +162,9 @@ t.test('with tracing on, every role reaches the collector and nothing else is op
     t.notOk(allowed(monitored, HERE, r, collector, 4317), 'only its OTLP/HTTP port');
   }
   t.ok(allowed(monitored, HERE, prom, renderer, 9082), 'Prometheus from its namespace scrapes renderers');
-  t.ok(allowed(monitored, HERE, prom, policy, 8081), 'and policy, whose metrics share its port');
+  t.ok(allowed(monitored, HERE, prom, policy, 9081), "and policy's admin port");
+  t.notOk(allowed(monitored, HERE, prom, policy, 8081), "not policy's ext_authz and settle port");
+  t.notOk(allowed(monitored, HERE, renderer, policy, 9081), "monitoring on opens policy's admin port to Prometheus only");
   t.notOk(allowed(monitored, HERE, prometheus, renderer, 9082), 'a look-alike in another namespace may not');
   t.notOk(allowed(monitored, HERE, renderer, internet, 443));
 });

@@ -8,6 +8,8 @@ import t from 'tap';
 import { CHART, CI_VALUES, helm, render } from '../helm.ts';
 import { isBuiltIn, k8sErrors } from './k8s-schema.ts';
 
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
 t.test('CI renders every charts/tintype/ci/*.yaml (a new one must be added to CI_VALUES)', async (t) => {
   const onDisk = readdirSync(path.join(CHART, 'ci')).filter((f) => f.endsWith('.yaml')).sort();
   t.same(onDisk, [...CI_VALUES].sort());
@@ -77,6 +79,13 @@ t.test('NOTES.txt says how to make the first key and call /v1/ping', async (t) =
     t.match(notes, "KEY=$(kubectl -n render exec deployment/tt-policy -- tintype keys create --plan free --name first | sed -n 's/^secret: //p')");
     t.match(notes, /\/v1\/ping -H "authorization: Bearer \$KEY"/);
     t.match(notes, 'helm test tt -n render');
+    // Usage is read on policy's admin port, the one the Deployment names `admin` (README "Reading usage").
+    const policy: any = (await render(values, [...extra])).find((o) => o.kind === 'Deployment' && o.metadata.name === 'tt-policy');
+    const admin = policy.spec.template.spec.containers[0].ports.find((p: any) => p.name === 'admin').containerPort;
+    t.equal(admin, 9081);
+    t.match(notes, `kubectl -n render port-forward deployment/tt-policy ${admin}:${admin} &`);
+    t.match(notes, `curl -s 'http://localhost:${admin}/usage?month=YYYY-MM'`);
+    t.match(notes, 'kubectl -n render exec deployment/tt-policy -- tintype usage --month YYYY-MM');
   }
 });
 

@@ -83,19 +83,20 @@ for (const values of CI_VALUES) {
     const objects = await render(values);
     const services = objects.filter((o) => o.kind === 'Service') as any[];
     // Each role's own ports when PORT and TINTYPE_ADMIN_PORT are unset (README: Commands); the
-    // controller serves its admin port only.
-    const defaults: Record<string, [number | undefined, number | undefined]> = { policy: [8081, undefined], renderer: [8082, 9082], guard: [3128, 9128], controller: [undefined, 9083] };
+    // controller serves its admin port only. Metrics, probes (and policy's usage report) are on
+    // the admin port, never on the port Envoy and the renderers call.
+    const defaults: Record<string, [number | undefined, number]> = { policy: [8081, 9081], renderer: [8082, 9082], guard: [3128, 9128], controller: [undefined, 9083] };
     for (const { deployment, container } of tintypeContainers(objects)) {
       const role = container.args[0] as string;
       t.equal(container.args.length, 1, `${deployment}: tintype ${role}`);
       const config = loadConfig(resolvedEnv(container, objects));
       const [port, admin] = defaults[role]!;
       const listen = config.port ?? port;
-      // policy's admin listener is its one port.
-      const adminPort = role === 'policy' ? listen! : config.adminPort ?? admin!;
+      const adminPort = config.adminPort ?? admin;
       const named = (name: string) => container.ports.find((p: any) => p.name === name)?.containerPort;
       if (listen !== undefined) t.equal(named(role === 'guard' ? 'proxy' : 'http'), listen, `${deployment}: serves on the port the Pod names`);
-      t.equal(named(role === 'policy' ? 'http' : 'admin'), adminPort, `${deployment}: admin port`);
+      t.equal(named('admin'), adminPort, `${deployment}: admin port`);
+      t.equal(adminPort, admin, `${deployment}: the admin port the README names for tintype ${role}`);
       for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
         const p = container[probe].httpGet.port;
         t.equal(typeof p === 'number' ? p : named(p), adminPort, `${deployment}: ${probe} on the admin port`);

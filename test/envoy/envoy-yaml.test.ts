@@ -9,7 +9,7 @@ import t from 'tap';
 import http from 'node:http';
 import { ServiceError } from '../../lib/errors.ts';
 import { ATTEMPT_HEADER, EXT_AUTHZ_PREFIX, OPERATIONS } from '../../lib/policy-contract.ts';
-import { POLICY_KEEP_ALIVE_MS, DEFAULT_POLICY_PORT } from '../../policy/server.ts';
+import { POLICY_ADMIN_PORT, POLICY_KEEP_ALIVE_MS, DEFAULT_POLICY_PORT } from '../../policy/server.ts';
 import { RENDERER_ADMIN_PORT, RENDERER_KEEP_ALIVE_MS, RENDERER_PORT } from '../../renderer/server/index.ts';
 import { openapiJson } from '../../renderer/openapi/document.ts';
 import { AUTHZ_IDLE_MS } from '../../envoy/edge/authz.ts';
@@ -440,6 +440,7 @@ t.test('health: active checks on the renderer\'s admin readiness, no panic routi
     t.equal(o[k], 0, `${k}: a 503 busy or a failed render is an answer, not a sick pod`);
   }
   t.equal(cluster('policy').health_checks[0].http_health_check.path, '/healthz/ready');
+  t.equal(cluster('policy').load_assignment.endpoints[0].lb_endpoints[0].endpoint.health_check_config.port_value, POLICY_ADMIN_PORT, "on policy's admin port");
 });
 
 t.test('edge hygiene: connection limit, underscores refused, path normalised, HTTP/2 bounded', async (t) => {
