@@ -1,0 +1,399 @@
+/**
+ * The chart's wiring runs: the Deployments `helm template` renders (the defaults, with a values
+ * file that points DATABASE_URL at this machine's PostgreSQL, in a fresh database, and REDIS_URL
+ * at its Redis, in a database index of its own) are started as a kubelet would start them: each
+ * tintype role with exactly its command, arguments, environment (the image's ENV, then the
+ * container's, Secrets resolved from the render) and ports, in a network namespace of its own
+ * with a private /tmp (its emptyDir), Service names resolving to the pods' addresses, and only
+ * the connections the rendered NetworkPolicies allow (wiring/pod-net.ts). Envoy cannot run here:
+ * its stand-in is the embedded edge configured from the rendered bootstrap (wiring/edge.ts).
+ * PostgreSQL and Redis are reached through pods of their own (relays to the machine's), with the
+ * labels the chart's default NetworkPolicy selectors name.
+ *
+ * Then, as NOTES.txt says: the first key made in the policy pod, `/v1/ping` and one html-to-image
+ * render through the edge; and what each setting names was reached: the ledger is in the fresh
+ * PostgreSQL database (DATABASE_URL), the renderer settled there (TINTYPE_POLICY_URL), the render
+ * is in Redis (REDIS_URL), the renderer's self-test went through the guard pod (GUARD_URL), in
+ * `pod` isolation, with the slots the values set; usage reads on policy's admin port. A name the
+ * chart misspells leaves one of these unreached (test/chart/wiring-config.test.ts also checks
+ * every name against the code).
+ *
+ * The default values run no controller (controller.enabled is false), so no controller pod runs.
+ * One pod per Deployment: replicas add nothing to the wiring.
+ */
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import t from 'tap';
+import { NAMESPACE, ROOT, render, type K8sObject } from '../helm.ts';
+import { allowed, type Endpoint } from './network-policy-eval.ts';
+import { createPodNet, type Path, type PodNet } from './wiring/pod-net.ts';
+import { imageEnv, podPlans, projectConfigMaps, type PodPlan } from './wiring/pods.ts';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+// Five processes and a Chromium start on a shared machine; the test's own waits are bounded below.
+t.setTimeout(240_000);
+
+const ID = 1 + (process.pid % 250);
+const PG_ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS = { host: '127.0.0.1', port: 6379 };
+/** The Redis database index this test's renders are cached in (emptied before and after). */
+const REDIS_DB = 5;
+const DB = `tintype_wiring_${process.pid}_${randomBytes(3).toString('hex')}`;
+const HERE = { 'kubernetes.io/metadata.name': NAMESPACE };
+/** The stand-ins' labels: the chart's default NetworkPolicy selectors (values networkPolicy.postgres, .redis). */
+const BACKENDS = {
+  postgresql: { labels: { 'app.kubernetes.io/name': 'postgresql' }, port: 5432, host: '127.0.0.1', hostPort: 5432 },
+  redis: { labels: { 'app.kubernetes.io/name': 'redis' }, port: 6379, host: REDIS.host, hostPort: REDIS.port },
+} as const;
+/** How long a pod may take to pass its readiness probe (Chromium's start and self-test included). */
+const READY_WITHIN_MS = 180_000;
+const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
+/** A TCP relay from `host:port` in a namespace to a unix socket of the machine (no tsx: quick to start). */
+const RELAY_JS = "const net=require('net');const [h,p,s]=process.argv.slice(1);net.createServer(c=>{const u=net.connect(s);c.pipe(u).pipe(c);const e=()=>{c.destroy();u.destroy()};for(const x of [c,u]){x.on('error',e);x.on('close',e)}}).listen(+p,h,()=>console.log('relay.ready'))";
+
+interface Proc {
+  name: string;
+  child: ChildProcess;
+  output(): string;
+  waitFor(re: RegExp): Promise<void>;
+  exited: Promise<number | null>;
+}
+
+// Outside /tmp: each pod mounts a /tmp of its own, and must still see the `tintype` link, the
+// projected volumes and the backends' sockets here.
+const dir = mkdtempSync('/var/tmp/tintype-wiring-');
+const procs: Proc[] = [];
+const hostServers: net.Server[] = [];
+let podNet: PodNet | undefined;
+let dbMade = false;
+let objects: K8sObject[] = [];
+let plans: PodPlan[] = [];
+const byRole = (role: string): PodPlan => {
+  const p = plans.find((x) => x.component === role);
+  if (p === undefined) throw new Error(`no ${role} Deployment`);
+  return p;
+};
+
+/** Runs argv in a pod: its namespace, its own /tmp (the pod's emptyDir), exactly `env`. */
+function runInPod(name: string, ns: string, tmp: string, env: Record<string, string>, argv: string[]): Proc {
+  const child = spawn('ip', ['netns', 'exec', ns, 'sh', '-c', 'mount --bind "$0" /tmp && exec env -i "$@"', tmp,
+    ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const waiters: Array<{ re: RegExp; resolve: () => void }> = [];
+  const onData = (c: Buffer): void => {
+    out += c.toString('utf8');
+    for (const w of waiters.filter((x) => x.re.test(out))) {
+      waiters.splice(waiters.indexOf(w), 1);
+      w.resolve();
+    }
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const proc: Proc = {
+    name,
+    child,
+    output: () => out,
+    exited,
+    waitFor: (re) => new Promise<void>((resolve, reject) => {
+      if (re.test(out)) return resolve();
+      waiters.push({ re, resolve });
+      void exited.then((code) => reject(new Error(`${name} exited (${code}):\n${out.slice(-3000)}`)));
+    }),
+  };
+  procs.push(proc);
+  return proc;
+}
+
+/** A pod's private /tmp, as its emptyDir. */
+function podTmp(name: string): string {
+  const d = path.join(dir, 'pods', name);
+  mkdirSync(d, { recursive: true, mode: 0o1777 });
+  return d;
+}
+
+/** GET from the node (the machine): kubelet probes and an operator's port-forward come from there. */
+function get(host: string, port: number, p: string, localAddress?: string, timeoutMs?: number): Promise<{ status: number; body: Buffer; headers: http.IncomingHttpHeaders }> {
+  return request({ host, port, path: p, method: 'GET', localAddress, timeoutMs });
+}
+
+function request(o: { host: string; port: number; path: string; method: string; headers?: Record<string, string>; body?: string; localAddress?: string | undefined; timeoutMs?: number | undefined }): Promise<{ status: number; body: Buffer; headers: http.IncomingHttpHeaders }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: o.host, port: o.port, path: o.path, method: o.method, headers: o.headers, agent: false, timeout: o.timeoutMs ?? 60_000,
+      ...(o.localAddress === undefined ? {} : { localAddress: o.localAddress }) }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks), headers: res.headers }));
+      res.on('error', reject);
+    });
+    req.once('timeout', () => req.destroy(new Error('timeout')));
+    req.once('error', reject);
+    req.end(o.body);
+  });
+}
+
+/** Waits until a pod's readiness probe answers 200, as the kubelet probes it; fails when the process ends first. */
+async function ready(plan: PodPlan, proc: Proc): Promise<void> {
+  const { path: p, port } = plan.probe('readinessProbe');
+  const deadline = Date.now() + READY_WITHIN_MS;
+  let ended = false;
+  void proc.exited.then(() => { ended = true; });
+  for (;;) {
+    if (ended) throw new Error(`${plan.deployment} exited before it was ready:\n${proc.output().slice(-3000)}`);
+    const r = await get(podNet!.addr(plan.component), port, p, undefined, 2_000).catch(() => undefined);
+    if (r?.status === 200) return;
+    if (Date.now() > deadline) throw new Error(`${plan.deployment}: ${p} on ${port} not ready within ${READY_WITHIN_MS} ms:\n${proc.output().slice(-3000)}`);
+    await new Promise((r2) => setTimeout(r2, 250));
+  }
+}
+
+/** A relay on the machine from a unix socket to a local service: what the backend stand-in pods forward to. */
+async function hostRelay(sock: string, host: string, port: number): Promise<void> {
+  const s = net.createServer((c) => {
+    const u = net.connect(port, host);
+    c.pipe(u).pipe(c);
+    const end = (): void => { c.destroy(); u.destroy(); };
+    for (const x of [c, u]) { x.once('error', end); x.once('close', end); }
+  });
+  await new Promise<void>((r) => s.listen(sock, r));
+  hostServers.push(s);
+}
+
+/** Whether TCP connections from a pod reach `host:port`: `connected`, or the error (EACCES: refused by the pod's own rules; timeout: dropped by the peer's). */
+async function connectFrom(ns: string, targets: Array<[string, number]>): Promise<Record<string, string>> {
+  const code = "const net=require('net');const ts=JSON.parse(process.argv[1]);const out={};let n=ts.length;" +
+    "for(const [h,p] of ts){const s=net.connect({host:h,port:p,timeout:1500});const done=(r)=>{if(out[h+':'+p])return;out[h+':'+p]=r;s.destroy();if(--n===0)console.log(JSON.stringify(out))};" +
+    "s.on('connect',()=>done('connected'));s.on('error',e=>done(e.code));s.on('timeout',()=>done('timeout'))}";
+  const stdout = await new Promise<string>((resolve, reject) => {
+    execFile('ip', ['netns', 'exec', ns, 'node', '-e', code, JSON.stringify(targets)], { encoding: 'utf8' }, (err, out) => err === null ? resolve(out) : reject(err));
+  });
+  const got = JSON.parse(stdout) as Record<string, string>;
+  // In the order asked, whatever order they finished in.
+  return Object.fromEntries(targets.map(([h, p]) => [`${h}:${p}`, got[`${h}:${p}`]!]));
+}
+
+async function stopAll(): Promise<void> {
+  for (const p of procs) {
+    if (p.child.exitCode === null && p.child.signalCode === null) {
+      try { process.kill(-p.child.pid!, 'SIGTERM'); } catch { /* gone */ }
+    }
+  }
+  await Promise.all(procs.map((p) => Promise.race([p.exited, new Promise((r) => setTimeout(r, 15_000))])));
+  for (const p of procs) {
+    try { process.kill(-p.child.pid!, 'SIGKILL'); } catch { /* gone */ }
+  }
+}
+
+t.teardown(async () => {
+  await stopAll();
+  if (podNet !== undefined) {
+    // Anything still in a pod's namespace (a Chromium left by a killed renderer) is ours: it goes too.
+    for (const pod of ['envoy', 'policy', 'renderer', 'guard', 'postgresql', 'redis']) {
+      try {
+        for (const pid of execFileSync('ip', ['netns', 'pids', podNet.ns(pod)], { encoding: 'utf8' }).split('\n').filter(Boolean)) {
+          try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
+        }
+      } catch { /* no such namespace */ }
+    }
+    podNet.destroy();
+  }
+  for (const s of hostServers) s.close();
+  if (dbMade) {
+    const a = new pg.Client({ connectionString: PG_ADMIN });
+    await a.connect();
+    await a.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
+    await a.end();
+  }
+  const redis = new Redis({ ...REDIS, db: REDIS_DB, lazyConnect: true });
+  await redis.connect().then(() => redis.flushdb()).catch(() => {});
+  redis.disconnect();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+let key = '';
+let keyId = '';
+
+t.before(async () => {
+  const admin = new pg.Client({ connectionString: PG_ADMIN });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${DB}`);
+  dbMade = true;
+  await admin.end();
+  const redis = new Redis({ ...REDIS, db: REDIS_DB, lazyConnect: true });
+  await redis.connect();
+  await redis.flushdb();
+  redis.disconnect();
+
+  // The release's secrets: this machine's PostgreSQL and Redis, behind the names a cluster gives them.
+  const values = path.join(dir, 'wiring-values.yaml');
+  writeFileSync(values, [
+    'secrets:',
+    `  databaseUrl: postgres://postgres@postgresql:${BACKENDS.postgresql.port}/${DB}`,
+    `  redisUrl: redis://redis:${BACKENDS.redis.port}/${REDIS_DB}`,
+    `  leaseSecret: ${randomBytes(32).toString('base64url')}`,
+    // Not the default, so the renderer's /state shows the value reached it.
+    'renderer:',
+    '  slots: 1',
+    '',
+  ].join('\n'));
+  objects = await render('default-values.yaml', ['-f', values]);
+  const image = imageEnv(path.join(ROOT, 'Dockerfile'));
+  plans = podPlans(objects, image, (d) => ({ namespace: NAMESPACE, podName: `${d}-0`, podIP: '' }));
+
+  // The pods: each Deployment's, and the two backends'.
+  const pods = [...plans.map((p) => p.component), 'postgresql', 'redis'];
+  const labels: Record<string, Record<string, string>> = {
+    ...Object.fromEntries(plans.map((p) => [p.component, p.labels])),
+    postgresql: BACKENDS.postgresql.labels,
+    redis: BACKENDS.redis.labels,
+  };
+  const listens: Record<string, number[]> = {
+    ...Object.fromEntries(plans.map((p) => [p.component, Object.values(p.ports)])),
+    postgresql: [BACKENDS.postgresql.port],
+    redis: [BACKENDS.redis.port],
+  };
+  // Service names: each rendered Service resolves to the pods its selector picks; the backends'
+  // names are the hosts of the URLs the Secret holds.
+  const hosts: Record<string, string> = { postgresql: 'postgresql', redis: 'redis' };
+  for (const s of objects.filter((o) => o.kind === 'Service') as any[]) {
+    const pod = pods.find((p) => Object.entries(s.spec.selector ?? {}).every(([k, v]) => labels[p]![k] === v));
+    if (pod !== undefined) hosts[s.metadata.name] = pod;
+  }
+  // The paths the rendered NetworkPolicies open, between every pair and on every port listened on.
+  const policies = objects.filter((o) => o.kind === 'NetworkPolicy');
+  const addrOf = (p: string): string => `10.204.${ID}.${10 + pods.indexOf(p)}`;
+  const endpoint = (p: string): Endpoint => p === 'client' ? { ip: `10.204.${ID}.254` } : { labels: labels[p]!, namespace: HERE, ip: addrOf(p) };
+  const paths: Path[] = [];
+  for (const from of [...pods, 'client']) {
+    for (const to of pods) {
+      if (from === to) continue;
+      for (const port of listens[to]!) if (allowed(policies, HERE, endpoint(from), endpoint(to), port)) paths.push({ from, to, port });
+    }
+  }
+  podNet = createPodNet(ID, pods, hosts, paths);
+  const pn = podNet;
+
+  // `tintype` on the PATH, as the image links it.
+  const bin = path.join(dir, 'bin');
+  mkdirSync(bin);
+  symlinkSync(path.join(ROOT, 'bin/tintype'), path.join(bin, 'tintype'));
+  const PATH = `${bin}:${path.dirname(process.execPath)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
+
+  for (const [name, b] of Object.entries(BACKENDS)) {
+    const sock = path.join(dir, `${name}.sock`);
+    await hostRelay(sock, b.host, b.hostPort);
+    runInPod(name, pn.ns(name), podTmp(name), { PATH }, ['node', '-e', RELAY_JS, pn.addr(name), String(b.port), sock]);
+  }
+  await Promise.all(procs.map((p) => p.waitFor(/relay\.ready/)));
+
+  const start = (plan: PodPlan): Proc => runInPod(plan.deployment, pn.ns(plan.component), podTmp(plan.component), { ...plan.env, PATH }, plan.argv);
+  const guard = start(byRole('guard'));
+  const policy = start(byRole('policy'));
+  // Envoy's stand-in, with its ConfigMap volumes projected where the bootstrap expects them.
+  const envoy = byRole('envoy');
+  const envoyRoot = path.join(dir, 'envoy-volumes');
+  projectConfigMaps(envoy, objects, envoyRoot);
+  const edge = runInPod(envoy.deployment, pn.ns('envoy'), podTmp('envoy'), { PATH },
+    ['node', '--import', 'tsx', path.join(ROOT, 'test/chart/wiring/edge.ts'), envoyRoot, ...envoy.argv.slice(1)]);
+  // All at once, in no order, as a cluster starts them: the renderer's self-test is retried
+  // until the guard answers, the edge's health checks until policy and the renderer are ready.
+  const renderer = start(byRole('renderer'));
+  // The first key, as NOTES.txt makes it (`kubectl exec deployment/…-policy -- tintype keys
+  // create`): in the policy pod, with its environment, once policy is ready.
+  const firstKey = ready(byRole('policy'), policy).then(async () => {
+    const made = runInPod('keys create', pn.ns('policy'), podTmp('policy'), { ...byRole('policy').env, PATH }, ['tintype', 'keys', 'create', '--plan', 'free', '--name', 'first']);
+    const code = await made.exited;
+    if (code !== 0) throw new Error(`tintype keys create in the policy pod exited ${code}:\n${made.output()}`);
+    key = /^secret: (\S+)$/m.exec(made.output())?.[1] ?? '';
+    keyId = /^id: (\S+)$/m.exec(made.output())?.[1] ?? '';
+    if (key === '' || keyId === '') throw new Error('tintype keys create printed no id and secret');
+  });
+  await Promise.all([ready(byRole('guard'), guard), ready(byRole('renderer'), renderer), ready(envoy, edge), firstKey]);
+  await edge.waitFor(/edge\.ready/);
+});
+
+/** A call of the client outside the cluster to the edge's public port. */
+const call = (method: string, p: string, body?: string) => request({
+  host: podNet!.addr('envoy'), port: byRole('envoy').ports['https']!, path: p, method, localAddress: podNet!.clientAddr,
+  headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body,
+});
+
+t.test('the first key, /v1/ping and one render through the edge', async (t) => {
+  const ping = await call('GET', '/v1/ping');
+  t.equal(ping.status, 200, ping.body.toString('utf8'));
+  t.equal(JSON.parse(ping.body.toString('utf8')).pong, true);
+  // A document of its own, so the render is a miss whatever ran before.
+  const html = `<html><body style="background:#123456"><h1>wiring ${randomBytes(6).toString('hex')}</h1></body></html>`;
+  const shot = await call('POST', '/v1/html-to-image', JSON.stringify({ html, width: 320, height: 200 }));
+  t.equal(shot.status, 200, shot.status === 200 ? 'rendered' : shot.body.toString('utf8'));
+  t.ok(shot.body.subarray(0, 4).equals(PNG), 'a PNG');
+  t.equal(shot.headers['x-cache'], 'miss');
+  t.equal(shot.headers['x-ratelimit-limit'], '60', "the free plan's position, from policy through the edge");
+});
+
+t.test('each setting reached what it names', async (t) => {
+  const n = podNet!;
+  // DATABASE_URL: the ledger is in the fresh database, and TINTYPE_POLICY_URL: the renderer settled
+  // its lease there (settles follow the answer, so they are waited for, within the lease's life).
+  const db = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:5432/${DB}` });
+  await db.connect();
+  let rows: Array<{ operation: string; status: number; metered: boolean }> = [];
+  const until = Date.now() + 30_000;
+  for (;;) {
+    rows = (await db.query('SELECT operation, status, metered FROM usage WHERE key_id = $1 ORDER BY seq', [keyId])).rows;
+    if (rows.length >= 2 || Date.now() > until) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  await db.end();
+  t.same(rows, [{ operation: 'ping', status: 200, metered: true }, { operation: 'html-to-image', status: 200, metered: true }], 'both calls metered in the release\'s database');
+  // Usage on policy's admin port, as an operator's port-forward reads it (NOTES.txt).
+  const month = new Date().toISOString().slice(0, 7);
+  const usage = await get(n.addr('policy'), byRole('policy').ports['admin']!, `/usage?month=${month}&key=${keyId}`);
+  t.equal(usage.status, 200, usage.status === 200 ? 'usage on the admin port' : usage.body.toString('utf8'));
+  const report = JSON.parse(usage.body.toString('utf8'));
+  t.equal(report.keys[0].keyId, keyId);
+  t.equal(report.keys[0].metered, 2);
+  t.equal(report.keys[0].inFlight, 0, 'no lease left open');
+  // REDIS_URL: the render is cached in the release's Redis database.
+  const redis = new Redis({ ...REDIS, db: REDIS_DB, lazyConnect: true });
+  await redis.connect();
+  const cached = await redis.keys('tintype:render:*');
+  redis.disconnect();
+  t.ok(cached.length >= 1, 'the render is in Redis');
+  // GUARD_URL: the renderer's self-test went through the guard pod, which counted its decisions.
+  const metrics = await get(n.addr('guard'), byRole('guard').ports['admin']!, '/metrics');
+  const decisions = [...metrics.body.toString('utf8').matchAll(/^tintype_guard_decisions_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0);
+  t.ok(decisions > 0, `the guard pod judged the self-test's requests (${decisions})`);
+  // TINTYPE_ISOLATION and TINTYPE_SLOTS: the renderer as the pod runs it, as the controller reads it.
+  const state = await get(n.addr('renderer'), byRole('renderer').ports['admin']!, '/state');
+  t.same(JSON.parse(state.body.toString('utf8')), { slots: 1, busy: 0, guard: 'verified', draining: false });
+  const renderer = procs.find((p) => p.name === byRole('renderer').deployment)!;
+  t.match(renderer.output(), /"browser\.started".*"isolation":"pod"/, 'Chromium runs with the pod as its namespace');
+});
+
+t.test('the pods reach each other only as the NetworkPolicies say', async (t) => {
+  const n = podNet!;
+  const a = (p: string): string => n.addr(p);
+  const [fromRenderer, fromGuard, fromEnvoy, fromPolicy, fromOutside] = await Promise.all([
+    connectFrom(n.ns('renderer'), [[a('policy'), 8081], [a('guard'), 3128], [a('redis'), 6379], [a('policy'), 9081], [a('guard'), 9128], [a('postgresql'), 5432], [a('envoy'), 8443]]),
+    connectFrom(n.ns('guard'), [[a('policy'), 8081], [a('renderer'), 8082], [a('redis'), 6379]]),
+    connectFrom(n.ns('envoy'), [[a('policy'), 8081], [a('policy'), 9081], [a('renderer'), 8082], [a('renderer'), 9082], [a('guard'), 3128], [a('postgresql'), 5432]]),
+    connectFrom(n.ns('policy'), [[a('postgresql'), 5432], [a('redis'), 6379], [a('renderer'), 8082]]),
+    // From outside the cluster: the edge's public port only (the pods' own rules drop the rest).
+    Promise.all(([['policy', 8081], ['policy', 9081], ['renderer', 8082], ['guard', 3128]] as const).map(([pod, port]) =>
+      get(a(pod), port, '/healthz/ready', n.clientAddr, 2_000).then(() => `${pod}:${port} answered`, (e: Error) => `${pod}:${port} ${e.message}`))),
+  ]);
+  t.same(Object.values(fromRenderer), ['connected', 'connected', 'connected', 'EACCES', 'EACCES', 'EACCES', 'EACCES'],
+    "the renderer (and Chromium in it): policy's settle port, the guard and Redis only");
+  t.same(Object.values(fromGuard), ['EACCES', 'EACCES', 'EACCES'], 'the guard: none of the release, nor Redis');
+  t.same(Object.values(fromEnvoy), ['connected', 'connected', 'connected', 'connected', 'EACCES', 'EACCES'], 'Envoy: policy and the renderers, their admin ports for health checks');
+  t.same(Object.values(fromPolicy), ['connected', 'EACCES', 'EACCES'], 'policy: PostgreSQL only');
+  t.same(fromOutside, ['policy:8081 timeout', 'policy:9081 timeout', 'renderer:8082 timeout', 'guard:3128 timeout'], 'a client outside the cluster reaches none of them');
+});
