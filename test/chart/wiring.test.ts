@@ -191,30 +191,45 @@ async function stopAll(): Promise<void> {
   }
 }
 
+/** One step of the clean-up: a failure is reported and the next step still runs. */
+async function step(what: string, fn: () => unknown): Promise<void> {
+  try {
+    await fn();
+  } catch (err) {
+    process.stderr.write(`wiring clean-up: ${what}: ${err instanceof Error ? err.message : String(err)}\n`);
+  }
+}
+
 t.teardown(async () => {
-  await stopAll();
-  if (podNet !== undefined) {
+  await step('processes', stopAll);
+  const n = podNet;
+  if (n !== undefined) {
     // Anything still in a pod's namespace (a Chromium left by a killed renderer) is ours: it goes too.
-    for (const pod of ['envoy', 'policy', 'renderer', 'guard', 'postgresql', 'redis']) {
-      try {
-        for (const pid of execFileSync('ip', ['netns', 'pids', podNet.ns(pod)], { encoding: 'utf8' }).split('\n').filter(Boolean)) {
+    await step('leftover processes', () => {
+      for (const pod of ['envoy', 'policy', 'renderer', 'guard', 'postgresql', 'redis']) {
+        let pids: string[] = [];
+        try { pids = execFileSync('ip', ['netns', 'pids', n.ns(pod)], { encoding: 'utf8' }).split('\n').filter(Boolean); } catch { /* no such namespace */ }
+        for (const pid of pids) {
           try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ }
         }
-      } catch { /* no such namespace */ }
-    }
-    podNet.destroy();
+      }
+    });
+    await step('network', () => n.destroy());
   }
-  for (const s of hostServers) s.close();
+  await step('relays', () => { for (const s of hostServers) s.close(); });
   if (dbMade) {
-    const a = new pg.Client({ connectionString: PG_ADMIN });
-    await a.connect();
-    await a.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
-    await a.end();
+    await step('database', async () => {
+      const a = new pg.Client({ connectionString: PG_ADMIN });
+      a.on('error', () => {});
+      await a.connect();
+      try { await a.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`); } finally { await a.end(); }
+    });
   }
-  const redis = new Redis({ ...REDIS, db: REDIS_DB, lazyConnect: true });
-  await redis.connect().then(() => redis.flushdb()).catch(() => {});
-  redis.disconnect();
-  rmSync(dir, { recursive: true, force: true });
+  await step('redis', async () => {
+    const redis = new Redis({ ...REDIS, db: REDIS_DB, lazyConnect: true });
+    try { await redis.connect(); await redis.flushdb(); } finally { redis.disconnect(); }
+  });
+  await step('files', () => rmSync(dir, { recursive: true, force: true }));
 });
 
 let key = '';
@@ -343,15 +358,19 @@ t.test('each setting reached what it names', async (t) => {
   // DATABASE_URL: the ledger is in the fresh database, and TINTYPE_POLICY_URL: the renderer settled
   // its lease there (settles follow the answer, so they are waited for, within the lease's life).
   const db = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:5432/${DB}` });
+  db.on('error', () => {});
   await db.connect();
   let rows: Array<{ operation: string; status: number; metered: boolean }> = [];
-  const until = Date.now() + 30_000;
-  for (;;) {
-    rows = (await db.query('SELECT operation, status, metered FROM usage WHERE key_id = $1 ORDER BY seq', [keyId])).rows;
-    if (rows.length >= 2 || Date.now() > until) break;
-    await new Promise((r) => setTimeout(r, 200));
+  try {
+    const until = Date.now() + 30_000;
+    for (;;) {
+      rows = (await db.query('SELECT operation, status, metered FROM usage WHERE key_id = $1 ORDER BY seq', [keyId])).rows;
+      if (rows.length >= 2 || Date.now() > until) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  } finally {
+    await db.end();
   }
-  await db.end();
   t.same(rows, [{ operation: 'ping', status: 200, metered: true }, { operation: 'html-to-image', status: 200, metered: true }], 'both calls metered in the release\'s database');
   // Usage on policy's admin port, as an operator's port-forward reads it (NOTES.txt).
   const month = new Date().toISOString().slice(0, 7);
