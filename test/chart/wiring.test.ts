@@ -32,7 +32,7 @@ import pg from 'pg';
 import t from 'tap';
 import { NAMESPACE, ROOT, render, type K8sObject } from '../helm.ts';
 import { allowed, type Endpoint } from './network-policy-eval.ts';
-import { createPodNet, type Path, type PodNet } from './wiring/pod-net.ts';
+import { createPodNet, podNetAddresses, type Path, type PodNet } from './wiring/pod-net.ts';
 import { imageEnv, podPlans, projectConfigMaps, type PodPlan } from './wiring/pods.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -283,8 +283,8 @@ t.before(async () => {
   }
   // The paths the rendered NetworkPolicies open, between every pair and on every port listened on.
   const policies = objects.filter((o) => o.kind === 'NetworkPolicy');
-  const addrOf = (p: string): string => `10.204.${ID}.${10 + pods.indexOf(p)}`;
-  const endpoint = (p: string): Endpoint => p === 'client' ? { ip: `10.204.${ID}.254` } : { labels: labels[p]!, namespace: HERE, ip: addrOf(p) };
+  const addresses = podNetAddresses(ID, pods);
+  const endpoint = (p: string): Endpoint => p === 'client' ? { ip: addresses.clientAddr } : { labels: labels[p]!, namespace: HERE, ip: addresses.addr(p) };
   const paths: Path[] = [];
   for (const from of [...pods, 'client']) {
     for (const to of pods) {

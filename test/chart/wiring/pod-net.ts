@@ -40,6 +40,20 @@ export interface PodNet {
   destroy(): void;
 }
 
+/** The addresses a network of `pods` with this `id` gives: each pod's, the node's and the client's. */
+export function podNetAddresses(id: number, pods: string[]): { addr(pod: string): string; nodeAddr: string; clientAddr: string } {
+  const net = `10.204.${id}`;
+  return {
+    addr(p) {
+      const i = pods.indexOf(p);
+      if (i < 0) throw new Error(`no pod ${p}`);
+      return `${net}.${10 + i}`;
+    },
+    nodeAddr: `${net}.1`,
+    clientAddr: `${net}.254`,
+  };
+}
+
 const ip = (...args: string[]): string => execFileSync('ip', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
 function mac(args: string[]): string {
@@ -52,17 +66,11 @@ function mac(args: string[]): string {
  * (name → pod), `paths` the connections the policies allow. `id` (1–250) keeps runs apart.
  */
 export function createPodNet(id: number, pods: string[], hosts: Record<string, string>, paths: Path[]): PodNet {
+  if (pods.length > 200) throw new Error('at most 200 pods');
   const tag = `tw${id}`;
-  const net = `10.204.${id}`;
   const ns = (p: string): string => `${tag}-${p}`;
   const index = new Map(pods.map((p, i) => [p, i]));
-  const addr = (p: string): string => {
-    const i = index.get(p);
-    if (i === undefined) throw new Error(`no pod ${p}`);
-    return `${net}.${10 + i}`;
-  };
-  const nodeAddr = `${net}.1`;
-  const clientAddr = `${net}.254`;
+  const { addr, nodeAddr, clientAddr } = podNetAddresses(id, pods);
   const sw = ns('sw');
   const hostIf = `${tag}h`;
   const made: string[] = [];
