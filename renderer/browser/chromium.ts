@@ -4,8 +4,9 @@
  * Chromium itself).
  */
 import { existsSync, realpathSync } from 'node:fs';
-import type { BrowserContextOptions } from 'puppeteer-core';
+import type { BrowserContextOptions, LaunchOptions } from 'puppeteer-core';
 import type { Config } from '../../lib/config.ts';
+import { chromiumEnvironment } from './chromium-env.ts';
 
 /** Candidates in order of preference; the headless shell is much faster for this work. */
 const CANDIDATES = [
@@ -66,6 +67,37 @@ export function chromiumArgs(options: { refuseProxy: string; noSandbox: boolean 
   // Only where its sandbox cannot be had (sandbox-support.ts says why, once, at start).
   if (options.noSandbox) args.push('--no-sandbox');
   return args;
+}
+
+const LAUNCH_TIMEOUT_MS = 30_000;
+
+/** Puppeteer's options for one browser, whatever its isolation: CDP over a pipe, the switches above. */
+export function launchOptions(options: {
+  /** The Chromium binary. */
+  executable: string;
+  /** What puppeteer runs in its place (netns: the generated launcher); the binary itself when absent. */
+  launcher?: string;
+  refuseProxy: string;
+  noSandbox: boolean;
+  /** HOME and TMPDIR, as Chromium sees them. */
+  home: string;
+  /** The profile directory; puppeteer's own temporary one when absent. */
+  userDataDir?: string;
+}): LaunchOptions {
+  return {
+    executablePath: options.launcher ?? options.executable,
+    pipe: true,
+    headless: isHeadlessShell(options.executable) ? 'shell' : true,
+    args: chromiumArgs({ refuseProxy: options.refuseProxy, noSandbox: options.noSandbox }),
+    // Nothing of the renderer's environment: its variables name its databases and secrets.
+    env: chromiumEnvironment(process.env, options.home),
+    ...(options.userDataDir !== undefined ? { userDataDir: options.userDataDir } : {}),
+    defaultViewport: null,
+    handleSIGINT: false,
+    handleSIGTERM: false,
+    handleSIGHUP: false,
+    timeout: LAUNCH_TIMEOUT_MS,
+  };
 }
 
 /**

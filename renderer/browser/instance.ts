@@ -7,6 +7,7 @@
 import type { Browser, BrowserContext, Page } from 'puppeteer-core';
 import { newRenderToken } from '../../lib/guard-contract.ts';
 import type { Logger } from '../../lib/log.ts';
+import { withTimeout } from './bounded-wait.ts';
 import { contextOptions } from './chromium.ts';
 import type { RelaySet } from './relay-set.ts';
 
@@ -22,6 +23,13 @@ export interface Lane {
    * prepared context: the render that takes the lane owns it. Undefined once the lane is cut.
    */
   token: string | undefined;
+}
+
+/** A lane a render holds, with its browser; `prepared` says whether it was ready when asked for. */
+export interface HeldLane {
+  readonly instance: BrowserInstance;
+  readonly lane: Lane;
+  readonly prepared: boolean;
 }
 
 /** Thrown to lane waiters when their browser died or was retired: they try the current one. */
@@ -98,11 +106,22 @@ export class BrowserInstance {
   }
 
   /**
-   * Ends a lane's render: its context is closed (closing it is the cleanup) and a fresh one
-   * prepared in its place. The caller has already cut the lane's relay connections. Resolves
-   * to whether the context was closed (false when it could not be, or the browser is gone).
+   * Cuts a lane's relay connections: its token is withdrawn, so nothing more is counted for its
+   * render (the guard's tally is final once this resolves).
+   */
+  async cut(lane: Lane): Promise<void> {
+    await this.relays.setToken(lane.index, undefined);
+    lane.token = undefined;
+  }
+
+  /**
+   * Ends a lane's render: its relay connections are cut (if the render ended before its own cut:
+   * failure, timeout, client gone), its context closed (closing it is the cleanup) and a fresh
+   * one prepared in its place. Resolves to whether the context was closed (false when it could
+   * not be, or the browser is gone).
    */
   async release(lane: Lane): Promise<boolean> {
+    if (!this.dead && lane.token !== undefined) await this.cut(lane).catch(() => {});
     const context = lane.context;
     lane.context = undefined;
     lane.page = undefined;
@@ -229,15 +248,4 @@ export class BrowserInstance {
       this.ready.push(lane);
     }
   }
-}
-
-/** Rejects when `promise` takes longer than `ms`. */
-export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('timed out')), ms);
-    promise.then(
-      (v) => (clearTimeout(timer), resolve(v)),
-      (e: unknown) => (clearTimeout(timer), reject(e)),
-    );
-  });
 }

@@ -2,7 +2,7 @@
  * A set of relays serving one browser: the refusing proxy for the launch-level
  * `--proxy-server` and one lane relay per prepared browser context. In pod isolation the set
  * lives in the renderer process (this file); in netns isolation it lives in the relay process
- * inside the browser's namespace and is driven over a control socket (relay-netns.ts).
+ * inside the browser's namespace and is driven over a control socket (netns-launcher.ts).
  */
 import type http from 'node:http';
 import type net from 'node:net';

@@ -1,0 +1,172 @@
+/**
+ * One render's scope (README, "Slots and supervision"; spec Part 7 `render_timeout`,
+ * `render_failed`): its abort signal (the deadline, the client going away, its browser or page
+ * dying), its tally of the guard's refusals, and its `browser.context` span (README, "Telemetry"),
+ * from asking for a context to the context's close. Everything it sets up, end() takes down.
+ */
+import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import type { Page } from 'puppeteer-core';
+import { ServiceError } from '../../lib/errors.ts';
+import { addTally, emptyTally, type RenderTally } from '../../lib/guard-contract.ts';
+import { untilAborted, withTimeout } from './bounded-wait.ts';
+import { INSTANCE_GONE, type HeldLane } from './instance.ts';
+import type { RenderContext, RenderJob } from './types.ts';
+
+/** How long a page that failed its render has to prove it is still alive. */
+const PROBE_TIMEOUT_MS = 2_000;
+
+const tracer = trace.getTracer('tintype');
+
+/** Where a render's refusals are counted. */
+export interface TallySource {
+  /** Reads (and clears) the guard's count for a render token. */
+  read(token: string): Promise<RenderTally>;
+  /** The guard could not be asked: the walls are no longer proven. */
+  lost(err: unknown): void;
+}
+
+/** Marks a span failed with the error's code only, as renderer/operations/telemetry.ts does. */
+function failSpan(span: Span, err: unknown): void {
+  const code = err instanceof ServiceError ? err.code : 'internal';
+  span.setAttribute('error.code', code);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: code });
+}
+
+export class RenderScope {
+  private readonly control = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private readonly onClientGone: () => void;
+  private readonly unhooks: Array<() => void> = [];
+  /** Not made active: navigate/capture stay children of the `render` span. */
+  private readonly span: Span = tracer.startSpan('browser.context');
+  private readonly total = emptyTally();
+  private token: string | undefined;
+  /**
+   * Set when the guard could not be asked for this render's count: then nothing can tell what
+   * the render reached, and the pool no longer knows its walls hold.
+   */
+  private guardLost = false;
+
+  constructor(
+    private readonly job: Pick<RenderJob<unknown>, 'deadline' | 'signal'>,
+    private readonly tallies: TallySource,
+  ) {
+    const control = this.control;
+    this.timer = setTimeout(() => control.abort(new ServiceError('render_timeout')), Math.max(0, job.deadline - Date.now()));
+    this.onClientGone = () => control.abort(job.signal?.reason ?? new DOMException('the client went away', 'AbortError'));
+    if (job.signal?.aborted) this.onClientGone();
+    job.signal?.addEventListener('abort', this.onClientGone, { once: true });
+  }
+
+  /** Aborted when the deadline passes, the client goes away, or the render's browser or page dies. */
+  get signal(): AbortSignal {
+    return this.control.signal;
+  }
+
+  /** Settles like `promise`, or rejects as soon as the render is aborted. */
+  bound<T>(promise: Promise<T>): Promise<T> {
+    return untilAborted(promise, this.control.signal);
+  }
+
+  /** Takes the held lane's page: the render fails when its browser dies or its page goes. */
+  page(held: HeldLane): Page {
+    const { instance, lane } = held;
+    this.span.setAttributes({ 'tintype.prepared': held.prepared, 'tintype.browser.generation': instance.generation });
+    const fail = (): void => this.control.abort(new ServiceError('render_failed'));
+    const page = lane.page!;
+    this.unhooks.push(instance.onDeath(fail));
+    // The page's renderer process crashed (or the page closed itself): nothing more will come.
+    page.once('error', fail);
+    page.once('close', fail);
+    this.unhooks.push(() => {
+      page.off('error', fail);
+      page.off('close', fail);
+    });
+    // The lane's relay already names this render (set while the lane was prepared).
+    if (lane.token === undefined) throw new ServiceError('render_failed');
+    this.token = lane.token;
+    return page;
+  }
+
+  /** Runs the job's work on `page` until it settles or the render is aborted. */
+  async run<T>(run: (ctx: RenderContext) => Promise<T>, page: Page): Promise<T> {
+    const work = run({ page, signal: this.signal, tally: () => this.tally() });
+    work.catch(() => {}); // once aborted, the page's calls reject on their own
+    try {
+      return await this.bound(work);
+    } catch (err) {
+      if (this.signal.aborted) throw err;
+      // A target the render could not reach while the guard was gone is our failure, not the target's.
+      if (this.guardLost) throw new ServiceError('guard_unverified');
+      if (err instanceof ServiceError) throw err;
+      // A failed navigation can be the first sign of a crashed renderer, ahead of the crash
+      // event: a page that no longer answers is a failed render (spec Part 7 render_failed).
+      const alive = await this.bound(
+        withTimeout(page.evaluate('1'), PROBE_TIMEOUT_MS).then(
+          () => true,
+          () => false,
+        ),
+      );
+      if (!alive) throw new ServiceError('render_failed');
+      throw err;
+    }
+  }
+
+  /** The render's whole tally, read once its lane is cut; guard_unverified when the guard cannot answer. */
+  async finalTally(): Promise<RenderTally> {
+    try {
+      return await this.bound(this.tally());
+    } catch (err) {
+      if (this.signal.aborted) throw err;
+      throw new ServiceError('guard_unverified');
+    }
+  }
+
+  /** What the render throws for `err`: the abort's reason once aborted, render_failed for a browser gone. */
+  failure(err: unknown): unknown {
+    if (this.signal.aborted) return this.signal.reason;
+    if (err === INSTANCE_GONE) return new ServiceError('render_failed');
+    return err;
+  }
+
+  /**
+   * Ends the scope: timer, client listener and death hooks are dropped; the held lane (if the
+   * render got one) is released in the background, and the span ends once its context is closed.
+   */
+  end(held: HeldLane | undefined): void {
+    clearTimeout(this.timer);
+    this.job.signal?.removeEventListener('abort', this.onClientGone);
+    for (const unhook of this.unhooks) unhook();
+    const span = this.span;
+    if (held === undefined) {
+      failSpan(span, this.signal.aborted ? this.signal.reason : new ServiceError('render_failed'));
+      span.end();
+      return;
+    }
+    const { instance, lane } = held;
+    void instance
+      .release(lane)
+      .then((closed) => {
+        span.setAttribute('tintype.context_closed', closed);
+        if (!closed) failSpan(span, new ServiceError('render_failed'));
+      })
+      .finally(() => {
+        span.end();
+        instance.renderEnded();
+      });
+  }
+
+  /** Refusals so far for this render; counts accumulate over calls. */
+  private async tally(): Promise<RenderTally> {
+    let part: RenderTally;
+    try {
+      part = await this.tallies.read(this.token!);
+    } catch (err) {
+      this.guardLost = true;
+      this.tallies.lost(err);
+      throw err;
+    }
+    addTally(this.total, part);
+    return { ...this.total, refused: [...this.total.refused] };
+  }
+}
