@@ -1,7 +1,7 @@
 /**
- * Which Chromium, and with which switches (docs/architecture.md §6: every context through the guard,
- * `<-loopback>` bypassed nothing, no QUIC, no non-proxied UDP for WebRTC, no name resolved by
- * Chromium itself).
+ * Which Chromium, with which switches and launch options (docs/architecture.md §6: every context
+ * through the guard, `<-loopback>` bypassed nothing, no QUIC, no non-proxied UDP for WebRTC, no
+ * name resolved by Chromium itself), whichever isolation launches it.
  */
 import { existsSync, realpathSync } from 'node:fs';
 import type { BrowserContextOptions, LaunchOptions } from 'puppeteer-core';
