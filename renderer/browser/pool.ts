@@ -141,7 +141,7 @@ class Pool implements BrowserPool {
     let held: HeldLane | undefined;
     try {
       held = await this.supervisor.acquire(scope.signal);
-      const value = await scope.run(job.run, scope.page(held));
+      const value = await scope.run(job.run, scope.enter(held));
       // Cut the lane before the final count, so nothing more is counted for this render.
       await scope.bound(held.instance.cut(held.lane));
       return { value, tally: await scope.finalTally() };

@@ -68,8 +68,8 @@ export class RenderScope {
     return untilAborted(promise, this.control.signal);
   }
 
-  /** Takes the held lane's page: the render fails when its browser dies or its page goes. */
-  page(held: HeldLane): Page {
+  /** Enters the held lane and gives its page: from now the render fails when its browser dies or its page goes. */
+  enter(held: HeldLane): Page {
     const { instance, lane } = held;
     this.span.setAttributes({ 'tintype.prepared': held.prepared, 'tintype.browser.generation': instance.generation });
     const fail = (): void => this.control.abort(new ServiceError('render_failed'));
