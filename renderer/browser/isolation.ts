@@ -1,9 +1,9 @@
 /**
  * What walls Chromium in, behind one interface (README, "Chromium isolation"; docs/architecture.md
- * §3): `netns` (netns-isolation.ts) or `pod` (pod-isolation.ts), chosen by `TINTYPE_ISOLATION`.
- * An isolation decides who Chromium runs as and whether its own sandbox can run, how its relays
- * reach the guard, and how one browser is launched behind it; the supervisor launches, watches
- * and replaces browsers without knowing which walls they stand in.
+ * §3): `netns` (netns-isolation.ts) or `pod` (pod-isolation.ts), as `TINTYPE_ISOLATION` says
+ * (pool.ts chooses). An isolation decides who Chromium runs as and whether its own sandbox can
+ * run, how its relays reach the guard, and how one browser is launched behind it; the supervisor
+ * launches, watches and replaces browsers without knowing which walls they stand in.
  */
 import type { Browser } from 'puppeteer-core';
 import type { Config, Isolation } from '../../lib/config.ts';
