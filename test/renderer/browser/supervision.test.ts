@@ -198,5 +198,8 @@ t.test('a Chromium that cannot start: start() fails with the reason, nothing ren
     t.notOk(pool.healthy());
   }
   t.ok(lines.some((l) => l.includes('"browser.launch_failed"')), 'the failure was logged');
+  // A failed launch's launcher exits as puppeteer gives up, and is reaped a moment later.
+  const reapedBy = Date.now() + 10_000;
+  await until(() => defunctChildren().length === 0 || Date.now() > reapedBy);
   t.same(defunctChildren(), [], 'no zombie left by the failed launches');
 });
