@@ -1,8 +1,8 @@
 # syntax=docker/dockerfile:1
 # The one image of every tintype role: `tintype <role>` (start, policy, renderer, guard,
 # controller, keys). Debian bookworm-slim with Node 20, Debian's chromium-headless-shell and the
-# fonts of scripts/apt-packages.txt, tini as PID 1 (it reaps the children of a killed Chromium),
-# the lockfile's production packages, user 10001. Nothing is written outside /tmp: run it with a
+# fonts of scripts/apt-packages.txt, tini as the init (it reaps the children of a killed Chromium
+# and forwards signals to tintype), the lockfile's production packages, user 10001. Nothing is written outside /tmp: run it with a
 # read-only root and an emptyDir (or tmpfs) on /tmp, and a memory-backed /dev/shm.
 #
 #   docker build -t tintype:0.1.0 --build-arg REVISION=$(git rev-parse HEAD) .
@@ -57,5 +57,8 @@ ENV NODE_ENV=production \
     TINTYPE_DATA_DIR=/tmp/tintype
 USER 10001:10001
 EXPOSE 8080 8081 8082 3128
-ENTRYPOINT ["/usr/bin/tini", "--", "tintype"]
+# tini reaps only as PID 1 or as a child subreaper; -s makes it one, so it still reaps where it is
+# not PID 1 (a pod with shareProcessNamespace, as the chart's renderer, or `docker run --pid`).
+# A command given to the container replaces all of this: the chart gives only the role (args).
+ENTRYPOINT ["/usr/bin/tini", "-s", "--", "tintype"]
 CMD ["start"]

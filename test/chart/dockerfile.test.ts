@@ -1,8 +1,9 @@
 /**
  * The image's recipe, read as written (no Docker engine here): Debian bookworm-slim with Node 20+,
- * Debian's chromium-headless-shell and every font package of scripts/apt-packages.txt, tini as
- * PID 1 in front of `tintype`, production packages only, user 10001, OCI labels, no secret in a
- * layer; and a build context that carries every folder the `tintype` command loads and nothing else.
+ * Debian's chromium-headless-shell and every font package of scripts/apt-packages.txt, tini (a
+ * subreaper, -s) in front of `tintype`, production packages only, user 10001, OCI labels, no
+ * secret in a layer; and a build context that carries every folder the `tintype` command loads
+ * and nothing else.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -38,9 +39,9 @@ t.test('packages: chromium-headless-shell, every font of scripts/apt-packages.tx
   t.ok(finalStage.some((l) => l.includes('rm -rf /var/lib/apt/lists/*')), 'no apt lists left in a layer');
 });
 
-t.test('runs as 10001 under tini, `tintype` the entrypoint, data under /tmp', async (t) => {
+t.test('runs as 10001 under tini (a subreaper where it is not PID 1), `tintype` the entrypoint, data under /tmp', async (t) => {
   t.equal(finalStage.filter((l) => l.startsWith('USER ')).pop(), 'USER 10001:10001');
-  t.equal(finalStage.filter((l) => l.startsWith('ENTRYPOINT ')).pop(), 'ENTRYPOINT ["/usr/bin/tini", "--", "tintype"]');
+  t.equal(finalStage.filter((l) => l.startsWith('ENTRYPOINT ')).pop(), 'ENTRYPOINT ["/usr/bin/tini", "-s", "--", "tintype"]');
   t.match(finalStage.find((l) => l.startsWith('ENV '))!, /TINTYPE_DATA_DIR=\/tmp\/tintype/);
   t.match(finalStage.find((l) => l.startsWith('ENV '))!, /HOME=\/tmp/);
   t.ok(finalStage.some((l) => l.includes('useradd --uid 10001')));

@@ -1,10 +1,13 @@
 /**
  * Pod Security `restricted` on every pod the chart makes, and what each pod needs to live by it:
  * writable emptyDirs where it writes, probes, grace periods over the render budget, requests and
- * limits (the renderer's memory from the README's sizing), tokens mounted for the controller only.
+ * limits (the renderer's memory from the README's sizing), tokens mounted for the controller only;
+ * and every tintype role under tini, the image's init (README: Chromium isolation, `pod`).
  */
+import path from 'node:path';
 import t from 'tap';
-import { CI_VALUES, ofKind, render, type K8sObject } from '../helm.ts';
+import { CI_VALUES, ofKind, render, ROOT, type K8sObject } from '../helm.ts';
+import { containerArgv, imageConfig, tintypeImage } from './tintype-image.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Pod = { name: string; spec: any; kind: string };
@@ -60,6 +63,24 @@ for (const values of CI_VALUES) {
     for (const p of all) t.same(restrictedViolations(p.spec), [], p.name);
   });
 
+  t.test(`${values}: every tintype role runs under tini, the image's entrypoint`, async (t) => {
+    const objects = await render(values);
+    const image = tintypeImage(values);
+    const config = imageConfig(path.join(ROOT, 'Dockerfile'));
+    t.equal(config.entrypoint[0], '/usr/bin/tini', "the image's entrypoint is tini");
+    const roles: string[] = [];
+    for (const d of ofKind(objects, 'Deployment') as any[]) {
+      for (const c of d.spec.template.spec.containers.filter((x: any) => x.image === image)) {
+        const role = d.spec.template.metadata.labels['app.kubernetes.io/component'];
+        roles.push(role);
+        // A command replaces the ENTRYPOINT: none, or one that is the entrypoint (tini) itself.
+        t.same(containerArgv(c, config), [...config.entrypoint, role], `${d.metadata.name}: tini runs tintype ${role}`);
+      }
+    }
+    const expected = ['policy', 'renderer', 'guard', ...(ofKind(objects, 'Deployment').some((d) => d.metadata.name.endsWith('-controller')) ? ['controller'] : [])];
+    t.same(roles.sort(), expected.sort(), 'the tintype image runs every role');
+  });
+
   t.test(`${values}: tokens, probes, writable paths and grace periods`, async (t) => {
     const objects = await render(values);
     const accounts = new Map(ofKind(objects, 'ServiceAccount').map((a: any) => [a.metadata.name, a.automountServiceAccountToken]));
@@ -107,7 +128,7 @@ t.test('renderer: memory limit = flat + per slot × slots + /dev/shm, Chromium r
     const shm = c.volumeMounts.find((m: any) => m.mountPath === '/dev/shm');
     const vol = spec.volumes.find((v: any) => v.name === shm.name);
     t.same(vol.emptyDir, { medium: 'Memory', sizeLimit: '128Mi' });
-    t.equal(spec.shareProcessNamespace, true, 'the pause process reaps the children of a killed Chromium');
+    t.equal(spec.shareProcessNamespace, true, 'the pause process is PID 1 and reaps what outlives tini');
     t.equal(env(c)['TINTYPE_ISOLATION'], 'pod');
     t.equal(env(c)['HOME'], '/tmp', "Chromium's profile goes to the emptyDir");
     t.equal(spec.topologySpreadConstraints[0].topologyKey, 'kubernetes.io/hostname');

@@ -2,11 +2,13 @@
  * The chart's wiring runs: the Deployments `helm template` renders (the defaults, with a values
  * file that points DATABASE_URL at this machine's PostgreSQL, in a fresh database, and REDIS_URL
  * at its Redis, in a database index of its own) are started as a kubelet would start them: each
- * tintype role with exactly its command, arguments, environment (the image's ENV, then the
- * container's, Secrets resolved from the render) and ports, in a network namespace of its own
- * with a private /tmp (its emptyDir), Service names resolving to the pods' addresses, and only
- * the connections the rendered NetworkPolicies allow (wiring/pod-net.ts). Envoy cannot run here:
- * its stand-in is the embedded edge configured from the rendered bootstrap (wiring/edge.ts).
+ * tintype role with exactly what its container runs (the Dockerfile's ENTRYPOINT, tini in front
+ * of `tintype`, with the container's arguments; tini itself only where this machine has it), its
+ * environment (the image's ENV, then the container's, Secrets resolved from the render) and
+ * ports, in a network namespace of its own with a private /tmp (its emptyDir), Service names
+ * resolving to the pods' addresses, and only the connections the rendered NetworkPolicies allow
+ * (wiring/pod-net.ts). Envoy cannot run here: its stand-in is the embedded edge configured from
+ * the rendered bootstrap (wiring/edge.ts).
  * PostgreSQL and Redis are reached through pods of their own (relays to the machine's), with the
  * labels the chart's default NetworkPolicy selectors name.
  *
@@ -23,7 +25,7 @@
  */
 import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -33,7 +35,8 @@ import t from 'tap';
 import { NAMESPACE, ROOT, render, type K8sObject } from '../helm.ts';
 import { allowed, type Endpoint } from './network-policy-eval.ts';
 import { createPodNet, podNetAddresses, type Path, type PodNet } from './wiring/pod-net.ts';
-import { imageEnv, podPlans, projectConfigMaps, type PodPlan } from './wiring/pods.ts';
+import { imageConfig, tintypeImage } from './tintype-image.ts';
+import { podPlans, projectConfigMaps, type PodPlan } from './wiring/pods.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -166,6 +169,21 @@ async function hostRelay(sock: string, host: string, port: number): Promise<void
   hostServers.push(s);
 }
 
+/** Debian's tini, the init the image's ENTRYPOINT starts `tintype` under. */
+const TINI = '/usr/bin/tini';
+
+/**
+ * What a tintype pod runs here. Its argv must start with tini (the image's ENTRYPOINT); where this
+ * machine has no tini (it is not in scripts/apt-packages.txt), what tini would start (after its
+ * `--`) runs in its place, and only once the argv was seen to start with it. tini's reaping and
+ * signal forwarding are not what this test checks: the wiring is.
+ */
+function tintypeArgv(plan: PodPlan): string[] {
+  const end = plan.argv.indexOf('--');
+  if (plan.argv[0] !== TINI || end < 0) throw new Error(`${plan.deployment} does not run under ${TINI}: ${plan.argv.join(' ')}`);
+  return existsSync(TINI) ? plan.argv : plan.argv.slice(end + 1);
+}
+
 /** Whether TCP connections from a pod reach `host:port`: `connected`, or the error (EACCES: refused by the pod's own rules; timeout: dropped by the peer's). */
 async function connectFrom(ns: string, targets: Array<[string, number]>): Promise<Record<string, string>> {
   const code = "const net=require('net');const ts=JSON.parse(process.argv[1]);const out={};let n=ts.length;" +
@@ -259,7 +277,7 @@ t.before(async () => {
     '',
   ].join('\n'));
   objects = await render('default-values.yaml', ['-f', values]);
-  const image = imageEnv(path.join(ROOT, 'Dockerfile'));
+  const image = { name: tintypeImage('default-values.yaml', ['-f', values]), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
   plans = podPlans(objects, image, (d) => ({ namespace: NAMESPACE, podName: `${d}-0`, podIP: '' }));
 
   // The pods: each Deployment's, and the two backends'.
@@ -308,7 +326,7 @@ t.before(async () => {
   }
   await Promise.all(procs.map((p) => p.waitFor(/relay\.ready/)));
 
-  const start = (plan: PodPlan): Proc => runInPod(plan.deployment, pn.ns(plan.component), podTmp(plan.component), { ...plan.env, PATH }, plan.argv);
+  const start = (plan: PodPlan): Proc => runInPod(plan.deployment, pn.ns(plan.component), podTmp(plan.component), { ...plan.env, PATH }, tintypeArgv(plan));
   const guard = start(byRole('guard'));
   const policy = start(byRole('policy'));
   // Envoy's stand-in, with its ConfigMap volumes projected where the bootstrap expects them.

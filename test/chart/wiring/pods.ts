@@ -1,12 +1,14 @@
 /**
- * What a kubelet would run for the rendered Deployments: each container's command and arguments,
- * its environment (the image's ENV, then the container's `env` and `envFrom`, with Secret,
- * ConfigMap and field references resolved from the rendered objects), its ports and probes, and
- * the files its ConfigMap volumes mount.
+ * What a kubelet would run for the rendered Deployments: each container's argv (for the tintype
+ * image, its ENTRYPOINT and CMD where the container gives no command and arguments), its
+ * environment (the image's ENV, then the container's `env` and `envFrom`, with Secret, ConfigMap
+ * and field references resolved from the rendered objects), its ports and probes, and the files
+ * its ConfigMap volumes mount.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { K8sObject } from '../../helm.ts';
+import { containerArgv, type ImageConfig } from '../tintype-image.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -17,7 +19,7 @@ export interface PodPlan {
   /** `app.kubernetes.io/component`: envoy, policy, renderer, guard, controller. */
   component: string;
   labels: Record<string, string>;
-  /** Command and arguments, as the container gives them. */
+  /** What the container runs: its command and arguments, over the image's ENTRYPOINT and CMD. */
   argv: string[];
   env: Record<string, string>;
   /** Container ports by name. */
@@ -42,27 +44,6 @@ function sources(objects: K8sObject[]): (kind: 'Secret' | 'ConfigMap', name: str
     if (o === undefined) return undefined;
     return kind === 'Secret' ? secretData(o) : Object.fromEntries(Object.entries(o.data ?? {}).map(([k, v]) => [k, String(v)]));
   };
-}
-
-/**
- * The environment of the final stage of a Dockerfile: its ENV instructions (`K=V` pairs,
- * continued lines joined). Values with spaces or quotes are not used by the image, so not parsed.
- */
-export function imageEnv(dockerfile: string): Record<string, string> {
-  const text = readFileSync(dockerfile, 'utf8').replace(/\\\n/g, ' ');
-  const lines = text.split('\n');
-  const lastFrom = lines.map((l) => /^FROM\s/i.test(l)).lastIndexOf(true);
-  const env: Record<string, string> = {};
-  for (const line of lines.slice(lastFrom)) {
-    const m = /^ENV\s+(.*)$/i.exec(line.trim());
-    if (m === null) continue;
-    for (const pair of m[1]!.trim().split(/\s+/)) {
-      const eq = pair.indexOf('=');
-      if (eq <= 0) throw new Error(`Dockerfile: ENV ${pair}: only K=V pairs are read here`);
-      env[pair.slice(0, eq)] = pair.slice(eq + 1);
-    }
-  }
-  return env;
 }
 
 /**
@@ -105,21 +86,26 @@ export function containerEnv(c: any, objects: K8sObject[], fields: { namespace: 
   return out;
 }
 
-/** The first container of every Deployment of a render, as its pod would run it. */
-export function podPlans(objects: K8sObject[], imageEnvs: Record<string, string>, fields: (deployment: string) => { namespace: string; podName: string; podIP: string }): PodPlan[] {
+/**
+ * The first container of every Deployment of a render, as its pod would run it. A container of the
+ * tintype image (`image.name`, the chart's image value) gets the image's ENV, ENTRYPOINT and CMD;
+ * any other must give its command, as this test does not know its image.
+ */
+export function podPlans(objects: K8sObject[], image: { name: string; config: ImageConfig }, fields: (deployment: string) => { namespace: string; podName: string; podIP: string }): PodPlan[] {
   return objects.filter((o) => o.kind === 'Deployment').map((d: any) => {
     const pod = d.spec.template.spec;
     const c = pod.containers[0];
     const ports: Record<string, number> = Object.fromEntries((c.ports ?? []).map((p: any) => [p.name, p.containerPort]));
     const labels = d.spec.template.metadata.labels as Record<string, string>;
-    const isTintype = c.command?.[0] === 'tintype';
+    const isTintype = c.image === image.name;
+    if (!isTintype && c.command === undefined) throw new Error(`${d.metadata.name}: ${c.image} runs its image's entrypoint, which this test does not know`);
     return {
       deployment: d.metadata.name,
       component: labels['app.kubernetes.io/component']!,
       labels,
-      argv: [...(c.command ?? []), ...(c.args ?? [])],
+      argv: isTintype ? containerArgv(c, image.config) : [...c.command, ...(c.args ?? [])],
       // The tintype image's ENV applies to its containers only.
-      env: { ...(isTintype ? imageEnvs : {}), ...containerEnv(c, objects, fields(d.metadata.name)) },
+      env: { ...(isTintype ? image.config.env : {}), ...containerEnv(c, objects, fields(d.metadata.name)) },
       ports,
       probe(kind) {
         const get = c[kind]?.httpGet;

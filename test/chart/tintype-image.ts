@@ -1,0 +1,79 @@
+/**
+ * The tintype image as the chart's tests see it: its name as the chart's values give it (which
+ * is how a tintype container is told from any other), and what the Dockerfile's final stage
+ * gives every container of it (ENV, ENTRYPOINT, CMD), with the argv a kubelet runs from these.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parse } from 'yaml';
+import { CHART } from '../helm.ts';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+
+/**
+ * The tintype image a render names (`tintype.image` in _helpers.tpl): the chart's values, then
+ * `ci/<valuesFile>`, then each `-f` file of `extra`, as `render(valuesFile, extra)` reads them;
+ * the tag defaults to the chart's appVersion.
+ */
+export function tintypeImage(valuesFile: string, extra: string[] = []): string {
+  const files = [path.join(CHART, 'values.yaml'), path.join(CHART, 'ci', valuesFile)];
+  for (let i = 0; i < extra.length; i++) {
+    const a = extra[i]!;
+    if (a === '-f' || a === '--values') files.push(extra[++i]!);
+    else if (a.startsWith('--set') && /(^|,)image\./.test(extra[i + 1] ?? '')) throw new Error(`${a} ${extra[i + 1]}: image values are read from files only here`);
+  }
+  const image: { repository?: string; tag?: string; digest?: string } = {};
+  for (const f of files) Object.assign(image, (parse(readFileSync(f, 'utf8')) as any)?.image ?? {});
+  const { appVersion } = parse(readFileSync(path.join(CHART, 'Chart.yaml'), 'utf8')) as { appVersion: string };
+  const named = `${image.repository}:${image.tag || appVersion}`;
+  return image.digest ? `${named}@${image.digest}` : named;
+}
+
+/** What a Dockerfile's final stage gives each container: ENV, and the exec-form ENTRYPOINT and CMD. */
+export interface ImageConfig {
+  env: Record<string, string>;
+  entrypoint: string[];
+  cmd: string[];
+}
+
+/**
+ * The final stage of a Dockerfile, continued lines joined: ENV as `K=V` pairs (values with spaces
+ * or quotes are not used by the image, so not parsed), the last ENTRYPOINT and CMD in exec form
+ * (JSON arrays; the shell form is refused, as the image does not use it). The final stage must
+ * set its ENTRYPOINT: the base image's is not read.
+ */
+export function imageConfig(dockerfile: string): ImageConfig {
+  const lines = readFileSync(dockerfile, 'utf8').replace(/\\\n/g, ' ').split('\n').map((l) => l.trim());
+  const out: ImageConfig = { env: {}, entrypoint: [], cmd: [] };
+  for (const line of lines.slice(lines.map((l) => /^FROM\s/i.test(l)).lastIndexOf(true))) {
+    const m = /^(ENV|ENTRYPOINT|CMD)\s+(.*)$/i.exec(line);
+    if (m === null) continue;
+    const [, op, rest] = m as unknown as [string, string, string];
+    if (op.toUpperCase() === 'ENV') {
+      for (const pair of rest.trim().split(/\s+/)) {
+        const eq = pair.indexOf('=');
+        if (eq <= 0) throw new Error(`Dockerfile: ENV ${pair}: only K=V pairs are read here`);
+        out.env[pair.slice(0, eq)] = pair.slice(eq + 1);
+      }
+      continue;
+    }
+    let argv: unknown;
+    try { argv = JSON.parse(rest); } catch { argv = undefined; }
+    if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string')) throw new Error(`Dockerfile: ${line}: only the exec form is read here`);
+    // With no CMD in the stage, none: setting an ENTRYPOINT drops the CMD of the base image.
+    if (op.toUpperCase() === 'ENTRYPOINT') out.entrypoint = argv;
+    else out.cmd = argv;
+  }
+  // The base image's own ENTRYPOINT is not known here.
+  if (out.entrypoint.length === 0) throw new Error('Dockerfile: the final stage sets no ENTRYPOINT');
+  return out;
+}
+
+/**
+ * The argv a kubelet runs for a container of this image: `command` replaces the ENTRYPOINT and
+ * `args` the CMD; with `command` given and no `args`, the image's CMD is not used.
+ */
+export function containerArgv(c: { command?: string[]; args?: string[] }, image: ImageConfig): string[] {
+  if (c.command !== undefined) return [...c.command, ...(c.args ?? [])];
+  return [...image.entrypoint, ...(c.args ?? image.cmd)];
+}
