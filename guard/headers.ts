@@ -4,19 +4,13 @@
  * target. Headers listed in `Connection` are hop-by-hop too. `Host` is rewritten from the
  * absolute-form target, as a proxy must.
  */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  // Node's server answers `100 Continue` itself; forwarding the expectation would ask twice.
-  'expect',
-]);
+import { HOP_BY_HOP } from '../lib/hop-by-hop.ts';
+
+/**
+ * Never forwarded: the hop-by-hop headers, and `expect`: Node's server answers `100 Continue`
+ * itself, so forwarding the expectation would ask twice.
+ */
+const NOT_FORWARDED = new Set([...HOP_BY_HOP, 'expect']);
 
 function connectionTokens(raw: readonly string[]): Set<string> {
   const named = new Set<string>();
@@ -47,7 +41,7 @@ export function endToEnd(
     const name = raw[i]!;
     const lower = name.toLowerCase();
     if (options.host !== undefined && lower === 'host') continue;
-    if ((HOP_BY_HOP.has(lower) || named.has(lower)) && !keep.has(lower)) continue;
+    if ((NOT_FORWARDED.has(lower) || named.has(lower)) && !keep.has(lower)) continue;
     out.push(name, raw[i + 1]!);
   }
   return out;

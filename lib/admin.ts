@@ -7,6 +7,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { writeBody, writeMethodNotAllowed, writeNotFound } from './answers.ts';
+import { drain } from './body.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { listen } from './listen.ts';
 import { PROMETHEUS_CONTENT_TYPE, type Registry } from './metrics.ts';
@@ -29,7 +30,7 @@ export interface AdminServer extends Lifecycle {
 export function adminHandler(options: AdminOptions): http.RequestListener {
   return (req, res) => {
     const path = (req.url ?? '/').split('?', 1)[0]!;
-    req.resume();
+    drain(req);
     if (req.method !== 'GET' && req.method !== 'HEAD') return writeMethodNotAllowed(res, 'GET, HEAD');
     const route = options.routes !== undefined && Object.hasOwn(options.routes, path) ? options.routes[path] : undefined;
     if (route !== undefined) return route(req, res);

@@ -11,6 +11,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROOT_CONTEXT, SpanStatusCode, propagation, trace } from '@opentelemetry/api';
+import { drain, readBody } from '../lib/body.ts';
 import type { Config } from '../lib/config.ts';
 import { type ErrorAnswer, ServiceError, ValidationFailure } from '../lib/errors.ts';
 import type { Lifecycle } from '../lib/lifecycle.ts';
@@ -99,10 +100,13 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     if (url.startsWith(EXT_AUTHZ_PREFIX + '/')) return authz(req, res, url.slice(EXT_AUTHZ_PREFIX.length));
     const path = url.split('?', 1)[0];
     if (path === SETTLE_PATH) {
-      if (req.method !== 'POST') return drainThen(req, () => send(res, new ServiceError('method_not_allowed').answer()));
+      if (req.method !== 'POST') {
+        drain(req);
+        return send(res, new ServiceError('method_not_allowed').answer());
+      }
       return settle(req, res);
     }
-    req.resume();
+    drain(req);
     if (req.method === 'GET' && path === '/healthz/live') return sendJson(res, 200, { status: 'ok' });
     if (req.method === 'GET' && path === '/healthz/ready') {
       const ready = started && (await pingStore());
@@ -117,7 +121,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   }
 
   async function authz(req: http.IncomingMessage, res: http.ServerResponse, clientPath: string): Promise<void> {
-    req.resume(); // ext_authz sends no body; anything sent is ignored
+    drain(req); // ext_authz sends no body; anything sent is ignored
     const t0 = performance.now();
     const operation = operationFor(clientPath);
     if (operation === undefined) {
@@ -172,8 +176,10 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   }
 
   async function settle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const text = await readBody(req, SETTLE_BODY_LIMIT);
-    if (text === undefined) return send(res, new ServiceError('payload_too_large').answer());
+    const read = await readBody(req, { limit: SETTLE_BODY_LIMIT });
+    if (read.kind === 'too_large') return send(res, new ServiceError('payload_too_large').answer());
+    if (read.kind !== 'body') return; // the renderer went away: nobody to answer
+    const text = read.body.toString('utf8');
     await tracer.startActiveSpan('settle', {}, propagation.extract(ROOT_CONTEXT, req.headers), async (span) => {
       try {
         let body: unknown;
@@ -308,25 +314,4 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown): void
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(text)) });
   res.end(text);
-}
-
-function drainThen(req: http.IncomingMessage, then: () => void): void {
-  req.resume();
-  then();
-}
-
-/** The body as text, or undefined when it passes `limit` bytes. */
-function readBody(req: http.IncomingMessage, limit: number): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) over = true;
-      else chunks.push(c);
-    });
-    req.on('end', () => resolve(over ? undefined : Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }

@@ -6,6 +6,7 @@
  * of records takes seconds, and a second one asked meanwhile is told to come back.
  */
 import type http from 'node:http';
+import { drain } from '../lib/body.ts';
 import type { Logger } from '../lib/log.ts';
 import { type Clock, monthOf } from './calendar.ts';
 import type { Plans } from './plans.ts';
@@ -34,7 +35,7 @@ function send(res: http.ServerResponse, status: number, body: string, headers: R
 export function usageHandler(o: UsageHandlerOptions): http.RequestListener {
   let reading = false;
   return (req, res) => {
-    req.resume();
+    drain(req);
     if (req.method !== 'GET') return send(res, 405, JSON.stringify({ error: 'method_not_allowed' }), { allow: 'GET' });
     const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
     let month: string;

@@ -19,7 +19,7 @@ import { Registry } from '../../lib/metrics.ts';
 import { operationFor } from '../../lib/policy-contract.ts';
 import { createAuthzClient, type AuthzDecision } from './authz.ts';
 import { writeError, writeMethodNotAllowed, writeNotFound, type Headers } from '../../lib/answers.ts';
-import { readBoundedBody, announcedTooLarge } from './body.ts';
+import { announcedTooLarge, drain, readBody } from '../../lib/body.ts';
 import {
   LOCAL_REPLIES, MAX_BODY_BYTES, MAX_CONNECTIONS, OPENAPI_PATH, REQUEST_TIMEOUT_MS, REQUEST_HEADERS_TIMEOUT_MS, ROUTED_PREFIX, UPSTREAM_MARGIN_MS,
 } from './contract.ts';
@@ -132,12 +132,7 @@ export function createEdge(options: EdgeOptions): Edge {
   function refuseBody(req: IncomingMessage, res: ServerResponse, error: ServiceError, bodyComing = true): void {
     if (bodyComing && !req.complete) res.shouldKeepAlive = true;
     writeError(res, error, bodyComing ? {} : { connection: 'close' });
-    if (!req.complete) {
-      req.resume();
-      const timer = setTimeout(() => req.socket.destroy(), 5_000).unref();
-      req.once('end', () => clearTimeout(timer));
-      req.once('close', () => clearTimeout(timer));
-    }
+    drain(req, 5_000);
   }
 
   async function routed(req: IncomingMessage, res: ServerResponse, ctx: Context, span: Span): Promise<{ status: number; error?: string }> {
@@ -147,7 +142,7 @@ export function createEdge(options: EdgeOptions): Edge {
     res.once('close', () => {
       if (!res.writableFinished) gone.abort();
     });
-    const read = await readBoundedBody(req, { limit, budget, timeoutMs: bodyTimeoutMs });
+    const read = await readBody(req, { limit, budget, timeoutMs: bodyTimeoutMs });
     switch (read.kind) {
       case 'too_large':
         refuseTooLarge(req, res);

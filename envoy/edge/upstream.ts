@@ -13,13 +13,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ATTEMPT_HEADER, LEASE_ATTEMPTS } from '../../lib/policy-contract.ts';
 import { STRIPPED_UPSTREAM_HEADERS } from './contract.ts';
 import type { Headers } from '../../lib/answers.ts';
+import { drain } from '../../lib/body.ts';
+import { HOP_BY_HOP } from '../../lib/hop-by-hop.ts';
 
-/** Hop-by-hop headers (RFC 9110 7.6.1) plus `expect`: the edge already holds the body. */
-const HOP_BY_HOP = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate',
-  'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect', 'content-length',
-]);
-const NOT_UPSTREAM = new Set<string>([...HOP_BY_HOP, ...STRIPPED_UPSTREAM_HEADERS, ATTEMPT_HEADER, 'traceparent', 'tracestate']);
+/** Hop-by-hop headers plus `expect` and `content-length`: the edge already holds the body. */
+const NOT_PASSED_ON = new Set([...HOP_BY_HOP, 'expect', 'content-length']);
+const NOT_UPSTREAM = new Set<string>([...NOT_PASSED_ON, ...STRIPPED_UPSTREAM_HEADERS, ATTEMPT_HEADER, 'traceparent', 'tracestate']);
 
 /** Client headers as they go upstream: the key and forged lease headers removed. */
 export function upstreamRequestHeaders(client: http.IncomingHttpHeaders, granted: Headers, trace: Headers, bodyLength: number): http.OutgoingHttpHeaders {
@@ -38,7 +37,7 @@ export function clientResponseHeaders(upstream: http.IncomingHttpHeaders, added:
   const out: http.OutgoingHttpHeaders = {};
   for (const k in upstream) {
     const v = upstream[k];
-    if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
+    if (v !== undefined && !NOT_PASSED_ON.has(k)) out[k] = v;
   }
   if (upstream['content-length'] !== undefined) out['content-length'] = upstream['content-length'];
   Object.assign(out, added);
@@ -128,11 +127,11 @@ export function createUpstream(rendererUrls: readonly string[], timeoutMs: numbe
           const sent = http.request({ host: base.hostname, port: base.port, method: req.method, path: req.url, headers, agent });
           ureq = sent;
           sent.once('response', (ures) => {
-            if (settled) return ures.resume();
+            if (settled) return drain(ures);
             const status = ures.statusCode ?? 502;
             if (status === 503 && mayRetry) {
               // Nothing was rendered and the lease is still open: the next renderer gets it.
-              ures.resume();
+              drain(ures);
               ures.once('end', () => {
                 if (!settled) attempt(number + 1, true);
               });

@@ -10,6 +10,7 @@
  */
 import http from 'node:http';
 import type net from 'node:net';
+import { CONNECTION_HEADERS, PROXY_AUTH_HEADERS } from '../../lib/hop-by-hop.ts';
 import { closeOnError, survivesAcceptErrors } from '../../lib/sockets.ts';
 
 /** Opens a fresh connection to the guard. */
@@ -29,9 +30,9 @@ const REFUSAL = 'HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: clos
 const BAD_GATEWAY = 'HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 
 /** Request headers that concern the hop to the proxy, not the target. */
-const HOP_REQUEST = new Set(['proxy-authorization', 'proxy-connection', 'connection', 'keep-alive']);
+const HOP_REQUEST = new Set([...CONNECTION_HEADERS, ...PROXY_AUTH_HEADERS]);
 /** Response headers the relay's own server manages for the browser's connection. */
-const HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection']);
+const HOP_RESPONSE = CONNECTION_HEADERS;
 
 function refuse(res: http.ServerResponse): void {
   res.writeHead(403, { 'content-length': '0', connection: 'close' });

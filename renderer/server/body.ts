@@ -1,9 +1,11 @@
 /**
  * JSON request bodies, read by hand so nothing else is accepted silently: the content type
  * must be `application/json` (spec Part 4), the size is bounded before and while reading
- * (spec Part 8: 4,194,304 bytes, 413 `payload_too_large`), and a body that is not JSON is a 400.
+ * (spec Part 8: 4,194,304 bytes, 413 `payload_too_large`; lib/body.ts), and a body that is not
+ * JSON is a 400.
  */
 import type { IncomingMessage } from 'node:http';
+import { announcedTooLarge, readBody } from '../../lib/body.ts';
 import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
 
 /** Spec Part 8: request body size. */
@@ -23,19 +25,15 @@ export function isJsonContentType(header: string | undefined): boolean {
 
 /** Reads and parses the request's JSON body. Throws 413 past `limit` bytes, 400 for anything not JSON. */
 export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) throw new ServiceError('payload_too_large');
+  if (announcedTooLarge(req, limit)) throw new ServiceError('payload_too_large');
   if (!isJsonContentType(req.headers['content-type'])) {
     throw refuse('body must be sent with content-type: application/json');
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new ServiceError('payload_too_large');
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks, size).toString('utf8');
+  const read = await readBody(req, { limit });
+  if (read.kind === 'too_large') throw new ServiceError('payload_too_large');
+  // The client went away: there is nobody to answer (the render's signal is aborted too).
+  if (read.kind !== 'body') throw new Error('aborted');
+  const text = read.body.toString('utf8');
   if (text.trim() === '') throw refuse('body must be a JSON object');
   try {
     return JSON.parse(text) as unknown;
