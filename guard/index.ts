@@ -4,8 +4,11 @@
  * Also the one Judge the renderer uses for page addresses before it takes a slot.
  */
 import { existsSync, lstatSync, unlinkSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
 import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { RenderTally } from '../lib/guard-contract.ts';
 import { ConfigError, type Config } from '../lib/config.ts';
@@ -250,5 +253,37 @@ export function createGuard(options: GuardOptions): Guard {
       if (judge === undefined) throw new Error('the guard has not started');
       return judge;
     },
+  };
+}
+
+/**
+ * A guard of a renderer's own (docs/architecture.md §3): it listens on a unix socket only, made in
+ * a fresh 0700 directory unless GUARD_SOCKET names one. That socket is the one path out of
+ * Chromium's namespace, and nobody else's way in; the directory goes with the guard.
+ */
+export interface PrivateGuard extends Guard {
+  /** The socket it listens on. */
+  readonly socket: string;
+}
+
+export async function createPrivateGuard(options: Omit<GuardOptions, 'port' | 'host'>): Promise<PrivateGuard> {
+  const dir = options.socket === undefined ? await mkdtemp(path.join(os.tmpdir(), 'tintype-guard-')) : undefined;
+  const socket = options.socket ?? path.join(dir!, 'guard.sock');
+  const guard = createGuard({ ...options, socket });
+  return {
+    socket,
+    start: () => guard.start(),
+    async stop(signal) {
+      try {
+        await guard.stop(signal);
+      } finally {
+        if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+      }
+    },
+    healthy: () => guard.healthy(),
+    address: () => guard.address(),
+    takeTally: (token) => guard.takeTally(token),
+    unnamedTally: () => guard.unnamedTally(),
+    judge: () => guard.judge(),
   };
 }

@@ -94,26 +94,10 @@ export interface Settler {
   settle(outcome: SettleRequest): Promise<void>;
 }
 
-/** A Settler that posts to policy's settle endpoint. */
-export function httpSettler(policyUrl: string, fetchImpl: typeof fetch = fetch): Settler {
-  const target = new URL(SETTLE_PATH, policyUrl).toString();
-  return {
-    async settle(outcome) {
-      const res = await fetchImpl(target, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(outcome),
-      });
-      if (res.status !== 204 && res.status !== 200) throw new Error(`settle answered ${res.status}`);
-      await res.arrayBuffer();
-    },
-  };
-}
-
 /**
  * A Settler that posts to policy's settle endpoint over kept-alive node:http connections and
- * sends the active trace context: the same request as httpSettler at a fraction of fetch's cost
- * per call, for a settle on every answer of `tintype start` (bench/edge.ts).
+ * sends the active trace context: a fraction of fetch's cost per call, for a settle on every
+ * answer of `tintype start` (bench/edge.ts).
  */
 export function agentSettler(policyUrl: string, options: { timeoutMs?: number; idleMs?: number } = {}): Settler & { close(): void } {
   const base = new URL(SETTLE_PATH, policyUrl);

@@ -9,6 +9,7 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { createAdminServer } from '../../lib/admin.ts';
 import { loadConfig } from '../../lib/config.ts';
+import { lifecycleGroup } from '../../lib/lifecycle.ts';
 import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
@@ -54,13 +55,12 @@ export const controllerCommand: Command = {
       registries: [registry],
       ready: () => controller.healthy(),
     });
-    await admin.start();
-    await controller.start();
+    const parts = lifecycleGroup(logger);
+    await parts.start(admin, controller);
     logger.info('controller.started', { admin_port: admin.port(), namespace: config.controllerNamespace ?? ownNamespace });
     const signal = await waitForStopSignal();
     logger.info('stopping', { signal });
-    await controller.stop(signal);
-    await admin.stop();
+    await parts.stop(signal);
     logger.info('stopped', { signal });
     return 0;
   },

@@ -4,6 +4,7 @@
  */
 import { createAdminServer } from '../../lib/admin.ts';
 import { loadConfig } from '../../lib/config.ts';
+import { lifecycleGroup } from '../../lib/lifecycle.ts';
 import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
@@ -43,20 +44,16 @@ export const guardCommand: Command = {
       registries: [registry],
       ready: () => guard.healthy(),
     });
-    await guard.start();
-    try {
-      await admin.start();
-      adminPorts.add(admin.port());
-    } catch (err) {
-      await guard.stop();
-      throw err;
-    }
+    // The admin port first, so the guard counts it from its first request; stopped in reverse:
+    // readiness fails first (the guard stops listening), then the admin port goes.
+    const parts = lifecycleGroup(logger);
+    await parts.start(admin);
+    adminPorts.add(admin.port());
+    await parts.start(guard);
     logger.info('guard.admin_listening', { port: admin.port() });
     const signal = await waitForStopSignal();
     logger.info('stopping', { signal });
-    // Readiness fails first (the guard stops listening), then the admin port goes.
-    await guard.stop(signal);
-    await admin.stop();
+    await parts.stop(signal);
     logger.info('stopped', { signal });
     return 0;
   },

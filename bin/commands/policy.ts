@@ -1,5 +1,6 @@
 /** `tintype policy`: the ext_authz and settle service for Envoy (docs/architecture.md §1). Wiring only. */
 import { loadConfig } from '../../lib/config.ts';
+import { lifecycleGroup } from '../../lib/lifecycle.ts';
 import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
@@ -34,26 +35,14 @@ export const policyCommand: Command = {
       ready: async () => server.healthy() && (await server.store.ping().then(() => true, () => false)),
       routes: { [USAGE_PATH]: usageHandler({ reader: openUsageReader(config), plans: server.plans, clock: systemClock, logger }) },
     });
-    try {
-      await server.start();
-      try {
-        await admin.start();
-      } catch (err) {
-        await server.stop();
-        throw err;
-      }
-    } catch (err) {
-      await telemetry.shutdown().catch(() => {});
-      throw err;
-    }
+    // Stopped in reverse: the server (readiness fails first), the admin port, then the spans of
+    // the last checks and settles are flushed before the process ends.
+    const parts = lifecycleGroup(logger);
+    parts.add({ stop: () => telemetry.shutdown() });
+    await parts.start(admin, server);
     logger.info('listening', { port: server.address().port, admin_port: admin.port(), store: server.store.kind, tracing: telemetry.enabled });
     const signal = await waitForStopSignal();
-    await server.stop(signal);
-    await admin.stop();
-    // Flushes the spans of the last checks and settles before the process ends.
-    await telemetry.shutdown().catch((err: unknown) => {
-      logger.warn('telemetry_shutdown_failed', { message: err instanceof Error ? err.message : String(err) });
-    });
+    await parts.stop(signal);
     logger.info('stopped', { signal });
     return 0;
   },

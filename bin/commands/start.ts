@@ -10,6 +10,7 @@ import { createAdminServer } from '../../lib/admin.ts';
 import { createEdge } from '../../envoy/edge/edge.ts';
 import { loadConfig, type Config } from '../../lib/config.ts';
 import { ensurePrivateDir } from '../../lib/private-files.ts';
+import { lifecycleGroup } from '../../lib/lifecycle.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { startTelemetry } from '../../lib/telemetry.ts';
@@ -18,8 +19,8 @@ import { createPolicyServer } from '../../policy/server.ts';
 import { USAGE_PATH, usageHandler } from '../../policy/usage-http.ts';
 import { openUsageReader } from '../../policy/usage-reader.ts';
 import { openapiJson } from '../../renderer/openapi/document.ts';
+import { createRendererRole } from '../../renderer/role.ts';
 import { helpText, waitForStopSignal, type Command } from './command.ts';
-import { createRendererRole } from './renderer.ts';
 
 /** Public port of `tintype start` (docs/architecture.md §1) and its admin port. */
 export const START_PORT = 8080;
@@ -34,7 +35,9 @@ export const startCommand: Command = {
   async run() {
     const config = loadConfig();
     const logger = createLogger('start', { level: config.logLevel });
+    const parts = lifecycleGroup(logger);
     const telemetry = await startTelemetry(config, 'start');
+    parts.add({ stop: () => telemetry.shutdown() });
     const registry = new Registry();
     ensurePrivateDir(config.dataDir);
 
@@ -48,21 +51,8 @@ export const startCommand: Command = {
     // GUARD_ALLOW_CIDRS opens (the edge listens on every address, so 127.0.0.2 reaches it too).
     const ports = new Set<number>([config.port ?? START_PORT, config.adminPort ?? START_ADMIN_PORT].filter((p) => p !== 0));
 
-    const stopped: { stop(): Promise<void> }[] = [];
-    const stopAll = async (): Promise<void> => {
-      for (const part of stopped.reverse()) {
-        try {
-          await part.stop();
-        } catch (err) {
-          logger.warn('stop.failed', { message: err instanceof Error ? err.message : 'unknown' });
-        }
-      }
-      stopped.length = 0;
-    };
-
     try {
-      await policy.start();
-      stopped.push(policy);
+      await parts.start(policy);
       ports.add(policy.address().port);
       // The renderer exactly as `tintype renderer` builds it, with three differences: it listens
       // on loopback only, its guard is always its own on a private unix socket, and it settles
@@ -72,8 +62,7 @@ export const startCommand: Command = {
         createLogger('renderer', { level: config.logLevel }),
         { registry, host: '127.0.0.1', ownGuard: true, servicePorts: () => ports },
       );
-      stopped.push(renderer);
-      await renderer.start();
+      await parts.start(renderer);
       const edge = createEdge({
         policyUrl: `http://127.0.0.1:${policy.address().port}`,
         rendererUrls: [`http://127.0.0.1:${renderer.server.address().port}`],
@@ -94,11 +83,9 @@ export const startCommand: Command = {
           [USAGE_PATH]: usageHandler({ reader: openUsageReader(config), plans: policy.plans, clock: systemClock, logger: createLogger('policy', { level: config.logLevel }) }),
         },
       });
-      await admin.start();
-      stopped.push(admin);
+      await parts.start(admin);
       ports.add(admin.port());
-      await edge.start();
-      stopped.push(edge);
+      await parts.start(edge);
       ports.add(edge.port());
 
       // Where it listens and how to make a key; no secret is ever printed here (spec Part 5 rule 2).
@@ -110,17 +97,16 @@ export const startCommand: Command = {
         '',
       ].join('\n'));
     } catch (err) {
-      await stopAll();
-      await telemetry.shutdown();
+      await parts.stop();
       throw err;
     }
 
     const signal = await waitForStopSignal();
     logger.info('stopping', { signal });
     // Reverse order: the edge stops accepting and lets answers in flight finish, the admin port
-    // closes, the renderer settles its leases and closes Chromium and its guard, then policy.
-    await stopAll();
-    await telemetry.shutdown();
+    // closes, the renderer settles its leases and closes Chromium and its guard, then policy,
+    // then the last spans are flushed.
+    await parts.stop(signal);
     logger.info('stopped', { signal });
     return 0;
   },

@@ -1,5 +1,5 @@
 /**
- * createRendererRole with the options `tintype start` embeds it with (bin/commands/renderer.ts):
+ * createRendererRole (renderer/role.ts) with the options `tintype start` embeds it with:
  * it listens on the host it is given (loopback, so only the edge may reach it), starts its own guard on a private socket even when GUARD_URL
  * names one, and settles to TINTYPE_POLICY_URL over kept-alive HTTP, retrying a failed attempt.
  */
@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { createRendererRole } from '../../../bin/commands/renderer.ts';
+import { createRendererRole } from '../../../renderer/role.ts';
 import { loadConfig } from '../../../lib/config.ts';
 import { createLogger } from '../../../lib/log.ts';
 import { SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
