@@ -4,42 +4,13 @@
  * the admin port, scales a pool, and on SIGTERM releases the Lease and exits 0. A bad setting
  * stops it with a message naming the variable.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { startFakeApiServer } from './fake-apiserver.ts';
 import { POD_LABELS, startFakeRenderer } from './fake-pods.ts';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const tintype = path.join(root, 'bin', 'tintype');
-
-/** Through env(1): tap's loader in NODE_OPTIONS cannot load the extensionless launcher, and env execs, so signals reach tintype. */
-function spawnController(env: Record<string, string>): { child: ChildProcess; lines: any[]; exited: Promise<number | null> } {
-  const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', tintype, 'controller'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const lines: any[] = [];
-  let buffer = '';
-  child.stderr!.setEncoding('utf8');
-  child.stderr!.on('data', (chunk: string) => {
-    buffer += chunk;
-    let nl: number;
-    while ((nl = buffer.indexOf('\n')) !== -1) {
-      const text = buffer.slice(0, nl);
-      buffer = buffer.slice(nl + 1);
-      try {
-        lines.push(JSON.parse(text));
-      } catch {
-        lines.push({ text });
-      }
-    }
-  });
-  return { child, lines, exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))) };
-}
+import { spawnTintype } from '../tintype.ts';
 
 async function until(what: string, cond: () => boolean | Promise<boolean>): Promise<void> {
   // Generous: a process start on a loaded 2-core machine can take tens of seconds.
@@ -71,7 +42,7 @@ t.test('runs, leads, scales, and releases the Lease on SIGTERM', async (t) => {
   pod.state = { ...pod.state, busy: 2, busyMean: 2 };
   server.apply('pods', 'render', pod.pod());
 
-  const { child, lines, exited } = spawnController({
+  const { child, lines, exited } = spawnTintype('controller', {
     KUBECONFIG: kubeconfig, POD_NAMESPACE: 'ops', POD_NAME: 'controller-0', TINTYPE_CONTROLLER_NAMESPACE: 'render',
     TINTYPE_CONTROLLER_POLL_MS: '200', TINTYPE_ADMIN_PORT: '0',
   });
@@ -93,13 +64,13 @@ t.test('runs, leads, scales, and releases the Lease on SIGTERM', async (t) => {
 });
 
 t.test('a bad setting stops it with the variable named', async (t) => {
-  const { lines, exited } = spawnController({ TINTYPE_CONTROLLER_POLL_MS: 'often' });
+  const { lines, exited } = spawnTintype('controller', { TINTYPE_CONTROLLER_POLL_MS: 'often' });
   t.equal(await exited, 1);
   t.ok(lines.some((l) => /TINTYPE_CONTROLLER_POLL_MS/.test(l.text ?? '')));
 });
 
 t.test('no credentials: says what to set', async (t) => {
-  const { lines, exited } = spawnController({});
+  const { lines, exited } = spawnTintype('controller', {});
   t.equal(await exited, 1);
   t.ok(lines.some((l) => /KUBECONFIG/.test(l.text ?? '')), 'names KUBECONFIG');
 });

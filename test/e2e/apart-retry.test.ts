@@ -5,9 +5,9 @@
  * caller gets the render, metered once, and never the busy answer while a pod is free.
  */
 import t from 'tap';
-import { startApart, type Apart } from './apart.ts';
+import { startApartWithSite, type Apart } from './apart.ts';
 import { jsonWith } from './service.ts';
-import { startNxdomainDns, startSite, type Site } from './site.ts';
+import type { Site } from './site.ts';
 
 // Six processes and two Chromiums start on a shared machine: longer than the default limit.
 t.setTimeout(600_000);
@@ -16,30 +16,17 @@ const NET_ID = 1 + ((process.pid + 125) % 250);
 
 let apart: Apart;
 let site: Site;
-let dns: { server: string; close(): Promise<void> };
 
 t.before(async () => {
-  apart = await startApart(NET_ID, {
+  ({ apart, site } = await startApartWithSite(NET_ID, {
     // Long enough that the held render outlasts the renders sent past it on a loaded machine.
     renderTimeoutMs: 30_000,
     slots: 1,
     plans: { apart: { monthlyQuota: 1000, perMinute: 1000, concurrentRenders: 4 } },
-  }, async (n) => {
-    site = await startSite(n.siteAddr);
-    dns = await startNxdomainDns(n.siteAddr);
-    return { GUARD_DNS_SERVERS: dns.server };
-  }).catch(async (err: unknown) => {
-    await site?.close();
-    await dns?.close();
-    throw err;
-  });
+  }));
 });
 
-t.teardown(async () => {
-  await apart?.stop();
-  await site?.close();
-  await dns?.close();
-});
+t.teardown(() => apart?.stop());
 
 /** How many renders a pod answered `busy` (its renders counter, every operation). */
 async function busyAnswers(pod: 'r1' | 'r2'): Promise<number> {

@@ -6,9 +6,9 @@
  */
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { ROLE_PORTS, startApart, type Apart } from './apart.ts';
+import { ROLE_PORTS, startApartWithSite, type Apart } from './apart.ts';
 import { bearer, json, jsonWith } from './service.ts';
-import { startNxdomainDns, startSite, type Site } from './site.ts';
+import type { Site } from './site.ts';
 
 const RENDER_TIMEOUT_MS = 8000;
 // Six processes and two Chromiums start, and a lease is waited out to its expiry: longer than
@@ -20,29 +20,16 @@ const NET_ID = 1 + (process.pid % 250);
 
 let apart: Apart;
 let site: Site;
-let dns: { server: string; close(): Promise<void> };
 
 t.before(async () => {
-  apart = await startApart(NET_ID, {
+  ({ apart, site } = await startApartWithSite(NET_ID, {
     renderTimeoutMs: RENDER_TIMEOUT_MS,
     slots: 1,
     plans: { apart: { monthlyQuota: 1000, perMinute: 1000, concurrentRenders: 4 } },
-  }, async (n) => {
-    site = await startSite(n.siteAddr);
-    dns = await startNxdomainDns(n.siteAddr);
-    return { GUARD_DNS_SERVERS: dns.server };
-  }).catch(async (err: unknown) => {
-    await site?.close();
-    await dns?.close();
-    throw err;
-  });
+  }));
 });
 
-t.teardown(async () => {
-  await apart?.stop();
-  await site?.close();
-  await dns?.close();
-});
+t.teardown(() => apart?.stop());
 
 /** Whether a TCP connection from namespace `ns` to `host:port` is answered (a listener or a refusal). */
 function reaches(ns: string, host: string, port: number): string {

@@ -18,6 +18,7 @@ import { Redis } from 'ioredis';
 import { send, type Answer, type SendOptions } from '../envoy/client.ts';
 import { createApartNet, type ApartNet } from './apart-net.ts';
 import { runTintype, type LedgerRow } from './service.ts';
+import { startNxdomainDns, startSite, type Site } from './site.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TINTYPE = path.join(ROOT, 'bin/tintype');
@@ -278,4 +279,36 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
     },
     stop: stopAll,
   };
+}
+
+/**
+ * The roles apart with the test site and a DNS server that knows no other name, both on the
+ * host's side of the guard's link. Stopping the deployment closes them too; when it does not come
+ * up, they are closed before the error is thrown.
+ */
+export async function startApartWithSite(netId: number, o: ApartOptions): Promise<{ apart: Apart; site: Site }> {
+  let site: Site | undefined;
+  let dns: { server: string; close(): Promise<void> } | undefined;
+  const closeSite = async (): Promise<void> => {
+    await site?.close();
+    await dns?.close();
+  };
+  try {
+    const apart = await startApart(netId, o, async (n) => {
+      site = await startSite(n.siteAddr);
+      dns = await startNxdomainDns(n.siteAddr);
+      return { GUARD_DNS_SERVERS: dns.server };
+    });
+    const stop = async (): Promise<number | null> => {
+      try {
+        return await apart.stop();
+      } finally {
+        await closeSite();
+      }
+    };
+    return { apart: { ...apart, stop }, site: site! };
+  } catch (err) {
+    await closeSite();
+    throw err;
+  }
 }

@@ -6,64 +6,25 @@
  * GUARD_ALLOW_CIDRS: the process is started with 127.0.0.5/32 open so the test's own target
  * server on that loopback address can stand in for a public host.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { refusedRequestName, renderAuthorization } from '../../lib/guard-contract.ts';
 import { closeServer, listenOn, startCanary, viaGuard } from './helpers.ts';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const tintype = path.join(root, 'bin', 'tintype');
-
-interface Running {
-  child: ChildProcess;
-  lines: Record<string, unknown>[];
-  exited: Promise<number | null>;
-}
-
-/**
- * `bin/tintype guard` through env(1): tap's loader in NODE_OPTIONS cannot load the extensionless
- * launcher, and env execs, so signals reach tintype itself. Only the settings given are set.
- */
-function spawnGuard(env: Record<string, string>): ChildProcess {
-  return spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', tintype, 'guard'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-}
+import { spawnTintype, type TintypeProcess } from '../tintype.ts';
 
 /** Starts `tintype guard` and waits for the line that says the admin port is up. */
-function startGuard(env: Record<string, string>): Promise<Running & { port: number; adminPort: number }> {
-  const child = spawnGuard(env);
-  const lines: Record<string, unknown>[] = [];
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+function startGuard(env: Record<string, string>): Promise<TintypeProcess & { port: number; adminPort: number }> {
   return new Promise((resolve, reject) => {
-    let buffer = '';
-    child.stderr!.setEncoding('utf8');
-    child.stderr!.on('data', (chunk: string) => {
-      buffer += chunk;
-      let nl: number;
-      while ((nl = buffer.indexOf('\n')) !== -1) {
-        const text = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        let line: Record<string, unknown>;
-        try {
-          line = JSON.parse(text) as Record<string, unknown>;
-        } catch {
-          line = { text };
-        }
-        lines.push(line);
-        if (line.event === 'guard.admin_listening') {
-          const listening = lines.find((l) => l.event === 'guard.listening')!;
-          resolve({ child, lines, exited, port: Number(listening.port), adminPort: Number(line.port) });
-        }
+    const g = spawnTintype('guard', env, (line) => {
+      if (line.event === 'guard.admin_listening') {
+        const listening = g.lines.find((l) => l.event === 'guard.listening');
+        resolve({ ...g, port: Number(listening.port), adminPort: Number(line.port) });
       }
     });
-    void exited.then((code) => reject(new Error(`tintype guard exited with ${code}: ${JSON.stringify(lines)}`)));
+    void g.exited.then((code) => reject(new Error(`tintype guard exited with ${code}: ${JSON.stringify(g.lines)}`)));
   });
 }
 
@@ -135,11 +96,7 @@ t.test('tintype guard listens on PORT and GUARD_SOCKET, reports on its admin por
 });
 
 t.test('a bad setting stops tintype guard with the name of the variable', async (t) => {
-  const child = spawnGuard({ PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_ALLOW_CIDRS: '10.0.0.0/8,not-a-range' });
-  let err = '';
-  child.stderr!.setEncoding('utf8');
-  child.stderr!.on('data', (c: string) => (err += c));
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  t.not(code, 0);
-  t.match(err, /GUARD_ALLOW_CIDRS/);
+  const g = spawnTintype('guard', { PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_ALLOW_CIDRS: '10.0.0.0/8,not-a-range' });
+  t.not(await g.exited, 0);
+  t.match(JSON.stringify(g.lines), /GUARD_ALLOW_CIDRS/);
 });
