@@ -16,6 +16,7 @@ import { CONTROLLER_NAME, GROUP, PLURAL, VERSION } from './spec.ts';
 
 export { createKubeApi, loadKubeConfig } from './kube/api.ts';
 export { httpStateReader } from './read-state.ts';
+export { controllerSettings } from './settings.ts';
 
 export interface ControllerOptions {
   api: KubeApi;

@@ -23,7 +23,7 @@ import { createResolver, type Resolve } from './resolver.ts';
 import { collectSelf, interfaceAddresses, isRangeEntry } from './self.ts';
 import { RenderTallies } from './tally.ts';
 import { dialTcp, pinnedAgent, type Dial } from './upstream.ts';
-import { listen } from '../lib/listen.ts';
+import { ANY_ADDRESS, listen } from '../lib/listen.ts';
 
 export { Judge, judgeUrl, type Judgement, type DialAddress } from './judge.ts';
 export { createResolver, DnsFailure, type Resolve } from './resolver.ts';
@@ -59,6 +59,21 @@ export interface GuardOptions {
   maxTallies?: number;
   /** How long stop() lets requests in flight finish before closing them. */
   stopGraceMs?: number;
+}
+
+/** Proxy port of `tintype guard` on its own (docs/architecture.md §1). */
+export const GUARD_PORT = 3128;
+
+/**
+ * Where `tintype guard` listens: on PORT when it is set or no GUARD_SOCKET is named (every
+ * interface: renderers reach it over the network), and on GUARD_SOCKET when it is set.
+ */
+export function guardListeners(config: Pick<Config, 'port' | 'guardSocket'>): Pick<GuardOptions, 'port' | 'host' | 'socket'> {
+  const port = config.port ?? (config.guardSocket === undefined ? GUARD_PORT : undefined);
+  return {
+    ...(port === undefined ? {} : { port, host: ANY_ADDRESS }),
+    ...(config.guardSocket === undefined ? {} : { socket: config.guardSocket }),
+  };
 }
 
 /** The GUARD_* settings of lib/config.ts as guard options (listeners, logger and metrics apart). */

@@ -5,22 +5,17 @@
  * in its own namespace, held as POD_NAME. Metrics and probes on the admin port. Wiring only.
  * SIGTERM/SIGINT: stop writing, release the Lease, exit 0.
  */
-import os from 'node:os';
-import { randomBytes } from 'node:crypto';
 import { createAdminServer } from '../../lib/admin.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { lifecycleGroup } from '../../lib/lifecycle.ts';
 import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
-import { createController, createKubeApi, httpStateReader, loadKubeConfig } from '../../controller/index.ts';
+import { controllerSettings, createController, createKubeApi, loadKubeConfig } from '../../controller/index.ts';
 import { helpText, waitForStopSignal, type Command } from './command.ts';
 
 /** Admin port of `tintype controller`: metrics and /healthz/*. */
 export const CONTROLLER_ADMIN_PORT = 9083;
-/** A renderer's `/state` must answer within this, or the pod counts as unreadable for that poll. */
-const STATE_TIMEOUT_MS = 2_000;
-
 export const controllerCommand: Command = {
   help: helpText({
     synopsis: ['tintype controller'],
@@ -35,19 +30,9 @@ export const controllerCommand: Command = {
     const logger = createLogger('controller', { level: config.logLevel });
     const kc = loadKubeConfig({ kubeconfig: config.kubeconfig, inCluster: config.inCluster });
     const api = createKubeApi(kc);
-    const ownNamespace = config.podNamespace ?? api.contextNamespace() ?? 'default';
     const registry = new Registry();
-    const controller = createController({
-      api,
-      namespace: config.controllerNamespace ?? ownNamespace,
-      leaseNamespace: ownNamespace,
-      // Outside a pod, a name no other replica can share.
-      identity: config.podName ?? `${os.hostname()}_${randomBytes(4).toString('hex')}`,
-      pollMs: config.controllerPollMs,
-      readState: httpStateReader(Math.min(STATE_TIMEOUT_MS, config.controllerPollMs)),
-      logger,
-      registry,
-    });
+    const settings = controllerSettings(config, api);
+    const controller = createController({ api, ...settings, logger, registry });
     // Prometheus and the kubelet reach the admin port over the network.
     const admin = createAdminServer({
       host: ANY_ADDRESS,
@@ -57,7 +42,7 @@ export const controllerCommand: Command = {
     });
     const parts = lifecycleGroup(logger);
     await parts.start(admin, controller);
-    logger.info('controller.started', { admin_port: admin.port(), namespace: config.controllerNamespace ?? ownNamespace });
+    logger.info('controller.started', { admin_port: admin.port(), namespace: settings.namespace });
     const signal = await waitForStopSignal();
     logger.info('stopping', { signal });
     await parts.stop(signal);

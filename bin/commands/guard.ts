@@ -8,11 +8,10 @@ import { lifecycleGroup } from '../../lib/lifecycle.ts';
 import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
-import { createGuard, guardSettings } from '../../guard/index.ts';
+import { createGuard, guardListeners, guardSettings } from '../../guard/index.ts';
 import { helpText, waitForStopSignal, type Command } from './command.ts';
 
-/** Proxy port of `tintype guard` (docs/architecture.md §1) and its admin port. */
-export const GUARD_PORT = 3128;
+/** Admin port of `tintype guard` (docs/architecture.md §1). */
 export const GUARD_ADMIN_PORT = 9128;
 
 export const guardCommand: Command = {
@@ -25,15 +24,12 @@ export const guardCommand: Command = {
     const config = loadConfig();
     const logger = createLogger('guard', { level: config.logLevel });
     const registry = new Registry();
-    // A port when PORT is set or no socket is named; the socket when GUARD_SOCKET is set.
-    const port = config.port ?? (config.guardSocket === undefined ? GUARD_PORT : undefined);
     // The admin port is the service's too: refused at this host's loopback (the guard adds its own port).
     const adminPorts = new Set<number>();
     const guard = createGuard({
       ...guardSettings(config),
       servicePorts: () => adminPorts,
-      ...(port === undefined ? {} : { port, host: ANY_ADDRESS }),
-      ...(config.guardSocket === undefined ? {} : { socket: config.guardSocket }),
+      ...guardListeners(config),
       logger,
       metrics: registry,
     });
