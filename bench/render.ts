@@ -27,7 +27,14 @@
  * from asking for a render to its page work starting (taking a prepared context), each page step,
  * and from the work's end to the render's answer (cutting the lane, the final tally).
  *
- * `npm run bench -- render [--renders N] [--memory-renders N] [--phases]`
+ * First, what a caller gets at the spec's defaults through `tintype start`'s edge, beside the
+ * floor (bare puppeteer at the same size and capture) and browserless v2 on the same Chromium
+ * (bench/render-defaults.ts): `--defaults-renders N` per figure (default `--renders`),
+ * `--peer-renders N` per browserless figure (0 skips the peer, as smoke does), `--defaults-only`
+ * to stop after it. Targets on 2 cores: ≤ 80 ms of CPU per default PNG, p50 ≤ 60 ms one at a
+ * time, ≥ 4× browserless launching the headless shell.
+ *
+ * `npm run bench -- render [--renders N] [--memory-renders N] [--defaults-renders N] [--peer-renders N] [--defaults-only] [--phases]`
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -44,6 +51,7 @@ import { createMemoryCgroup, type MemoryCgroup } from './cgroup.ts';
 import { percentile, printMachine, round2, treeCpuSeconds } from './machine.ts';
 import { randomBytes } from 'node:crypto';
 import { leaseKeys } from '../lib/lease.ts';
+import { defaultsJson, measureDefaults } from './render-defaults.ts';
 
 const { values: opts } = parseArgs({
   args: process.argv.slice(3),
@@ -51,6 +59,9 @@ const { values: opts } = parseArgs({
     renders: { type: 'string', default: '100' },
     'memory-renders': { type: 'string', default: '500' },
     phases: { type: 'boolean', default: false },
+    'defaults-renders': { type: 'string' },
+    'peer-renders': { type: 'string', default: '30' },
+    'defaults-only': { type: 'boolean', default: false },
   },
 });
 const RENDERS = Number(opts.renders);
@@ -310,6 +321,13 @@ if (opts.phases) {
   await profilePhases();
   process.exit(0);
 }
+const defaults = await measureDefaults({
+  chromium: CHROMIUM, slots: SLOTS, renders: Number(opts['defaults-renders'] ?? RENDERS), peerRenders: Number(opts['peer-renders']),
+});
+if (opts['defaults-only']) {
+  console.log(JSON.stringify({ bench: 'render', renders: RENDERS, slots: SLOTS, ...defaultsJson(defaults) }));
+  process.exit(0);
+}
 console.log(`renders per figure: ${RENDERS} (after 10 warm-up renders); slots: ${SLOTS}; memory after ${MEMORY_RENDERS} renders`);
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-render-'));
@@ -427,6 +445,7 @@ try {
       container_working_set_mb_after_50: mib(earlyWorkingSet),
       container_working_set_mb_after_all: mib(lateWorkingSet),
       container_peak_mb: mib(peak),
+      ...defaultsJson(defaults),
     }),
   );
 } finally {

@@ -8,7 +8,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** Modules the benchmarks share; not benchmarks themselves. */
-const HELPERS = ['run.ts', 'machine.ts', 'cgroup.ts'];
+const HELPERS = ['run.ts', 'machine.ts', 'cgroup.ts', 'proc-cpu.ts', 'peer.ts', 'service.ts', 'render-defaults.ts'];
 const name = process.argv[2];
 const available = readdirSync(here)
   .filter((f) => f.endsWith('.ts') && !HELPERS.includes(f))

@@ -18,7 +18,7 @@ const RUNS: Array<[string, string[]]> = [
   ['guard', ['--seconds', '1', '--connections', '4']],
   ['authz', ['--seconds', '1', '--connections', '4', '--pg-connections', '4', '--keys', '8']],
   ['og', ['--cards', '24', '--baseline-cards', '4', '--concurrency', '4']],
-  ['render', ['--renders', '4', '--memory-renders', '60']],
+  ['render', ['--renders', '4', '--memory-renders', '60', '--defaults-renders', '2', '--peer-renders', '0']],
   ['render', ['--phases', '--renders', '4']],
   ['edge', ['--seconds', '1', '--connections', '4', '--latency-requests', '100']],
   ['controller', ['--hours', '1']],

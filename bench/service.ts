@@ -1,0 +1,77 @@
+/**
+ * `bin/tintype start` for a benchmark: its own data directory, a plan no limit of which a bench
+ * reaches, one key on it, and a client that calls the edge as a caller would.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/tintype');
+const PLANS = { plans: { bench: { monthlyQuota: 1_000_000_000, perMinute: 1_000_000, concurrentRenders: 10_000 } } };
+
+/** A running `tintype start` with a key. */
+export interface Service {
+  child: ChildProcess;
+  base: string;
+  secret: string;
+  stop(): Promise<void>;
+}
+
+/** Runs `tintype <args>` to its end with `env`; resolves with its stdout. */
+function tintype(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const c = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, ...args], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    c.stdout.on('data', (d: Buffer) => (out += d.toString('utf8')));
+    c.once('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`tintype ${args[0]} exited ${code}`))));
+  });
+}
+
+/** Starts `tintype start` on free ports with `slots` slots and `chromium`; resolves once it answers. */
+export async function startService(chromium: string, slots: number): Promise<Service> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-service-'));
+  const plans = path.join(dir, 'plans.json');
+  writeFileSync(plans, JSON.stringify(PLANS));
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', TINTYPE_DATA_DIR: path.join(dir, 'data'),
+    TINTYPE_PLANS: plans, CHROMIUM_PATH: chromium, TINTYPE_SLOTS: String(slots), TINTYPE_LOG_LEVEL: 'error',
+  };
+  const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'start'], { env: { ...env, PORT: '0', TINTYPE_ADMIN_PORT: '0' }, stdio: ['ignore', 'pipe', 'ignore'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+      const m = /listening on http:\/\/localhost:(\d+)/.exec(out);
+      if (m !== null) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`tintype start exited (${code}) before listening`)));
+  });
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const secret = /^secret: (\S+)$/m.exec(await tintype(['keys', 'create', '--plan', 'bench'], env))![1]!;
+    return { child, base: `http://127.0.0.1:${port}`, secret, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** One call at the spec's defaults (`{html}` alone) through the edge; resolves to the answer's size. */
+export async function serviceRender(service: Service, kind: 'png' | 'pdf', html: string): Promise<number> {
+  const res = await fetch(`${service.base}/v1/${kind === 'png' ? 'html-to-image' : 'pdf'}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${service.secret}` },
+    body: JSON.stringify({ html }),
+  });
+  const bytes = await res.arrayBuffer();
+  if (res.status !== 200) throw new Error(`${kind} answered ${res.status}: ${Buffer.from(bytes).toString('utf8').slice(0, 200)}`);
+  return bytes.byteLength;
+}
