@@ -13,6 +13,7 @@
  * (bench/proc-cpu.ts): the machine is shared, so its total CPU says little about one side.
  */
 import { execFileSync } from 'node:child_process';
+import os from 'node:os';
 import puppeteer, { type Browser } from 'puppeteer-core';
 import { percentile, round2 } from './machine.ts';
 import { installPeer, type Peer, peerRender, PEER_VERSION, startPeer } from './peer.ts';
@@ -124,6 +125,8 @@ function loadLine(): string {
 export interface DefaultsResult {
   sides: Record<string, Record<string, DefaultsFigures>>;
   peerSkipped: string | null;
+  /** The machine's 1-minute load average before and after: what the other tenants were doing. */
+  load: [number, number];
 }
 
 /**
@@ -131,6 +134,7 @@ export interface DefaultsResult {
  * floor, `peerRenders` for each browserless (0 skips the peer), each in two alternating halves.
  */
 export async function measureDefaults(options: { chromium: string; slots: number; renders: number; peerRenders: number; skipPeerReason?: string }): Promise<DefaultsResult> {
+  const load0 = os.loadavg()[0]!;
   console.log(`defaults: ${options.renders} renders per figure (tintype, floor), ${options.peerRenders} per browserless figure; load: ${loadLine()}`);
   let peerSkipped: string | null = options.skipPeerReason ?? (options.peerRenders <= 0 ? '--peer-renders 0 (smoke runs it so)' : null);
   if (peerSkipped === null) peerSkipped = (await installPeer()) ?? null;
@@ -184,7 +188,7 @@ export async function measureDefaults(options: { chromium: string; slots: number
       console.log(`defaults ${kind} c=${concurrency}: ${cells.join(' | ')}`);
     }
     console.log(`defaults done; load: ${loadLine()}`);
-    return { sides: out, peerSkipped };
+    return { sides: out, peerSkipped, load: [round2(load0), round2(os.loadavg()[0]!)] };
   } finally {
     await browser.close().catch(() => undefined);
     await service.stop();
@@ -226,5 +230,6 @@ export function defaultsJson(r: DefaultsResult): Record<string, unknown> {
   }
   out.peer = r.peerSkipped === null ? `browserless ${PEER_VERSION}` : null;
   out.peer_skipped = r.peerSkipped;
+  out.defaults_load_avg_1m = r.load;
   return out;
 }

@@ -29,8 +29,11 @@ function tintype(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   });
 }
 
-/** Starts `tintype start` on free ports with `slots` slots and `chromium`; resolves once it answers. */
-export async function startService(chromium: string, slots: number): Promise<Service> {
+/**
+ * Starts `tintype start` on free ports with `slots` slots and `chromium`; resolves once it answers.
+ * `cpuProfileDir` has node write a V8 CPU profile of the service there at its exit.
+ */
+export async function startService(chromium: string, slots: number, cpuProfileDir?: string): Promise<Service> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-service-'));
   const plans = path.join(dir, 'plans.json');
   writeFileSync(plans, JSON.stringify(PLANS));
@@ -38,7 +41,9 @@ export async function startService(chromium: string, slots: number): Promise<Ser
     PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', TINTYPE_DATA_DIR: path.join(dir, 'data'),
     TINTYPE_PLANS: plans, CHROMIUM_PATH: chromium, TINTYPE_SLOTS: String(slots), TINTYPE_LOG_LEVEL: 'error',
   };
-  const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'start'], { env: { ...env, PORT: '0', TINTYPE_ADMIN_PORT: '0' }, stdio: ['ignore', 'pipe', 'ignore'] });
+  // Node refuses --cpu-prof in NODE_OPTIONS: a profiled service is started by node itself.
+  const profile = cpuProfileDir === undefined ? [] : [process.execPath, '--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`];
+  const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', ...profile, TINTYPE, 'start'], { env: { ...env, PORT: '0', TINTYPE_ADMIN_PORT: '0' }, stdio: ['ignore', 'pipe', 'ignore'] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {
