@@ -138,11 +138,14 @@ export async function measureDefaults(options: { chromium: string; slots: number
   console.log(`defaults: ${options.renders} renders per figure (tintype, floor), ${options.peerRenders} per browserless figure; load: ${loadLine()}`);
   let peerSkipped: string | null = options.skipPeerReason ?? (options.peerRenders <= 0 ? '--peer-renders 0 (smoke runs it so)' : null);
   if (peerSkipped === null) peerSkipped = (await installPeer()) ?? null;
-  const service = await startService(options.chromium, options.slots);
-  const browser = await puppeteer.launch({
-    executablePath: options.chromium, pipe: true, headless: /headless[-_]shell/.test(options.chromium) ? 'shell' : true,
-    args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-  });
+  // Started together: the service's start-up is most of this part's time in a smoke run.
+  const [service, browser] = await Promise.all([
+    startService(options.chromium, options.slots),
+    puppeteer.launch({
+      executablePath: options.chromium, pipe: true, headless: /headless[-_]shell/.test(options.chromium) ? 'shell' : true,
+      args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
+    }),
+  ]);
   const peers: Array<{ name: string; peer: Peer }> = [];
   try {
     if (peerSkipped === null) {
