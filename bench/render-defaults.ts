@@ -139,13 +139,20 @@ export async function measureDefaults(options: { chromium: string; slots: number
   let peerSkipped: string | null = options.skipPeerReason ?? (options.peerRenders <= 0 ? '--peer-renders 0 (smoke runs it so)' : null);
   if (peerSkipped === null) peerSkipped = (await installPeer()) ?? null;
   // Started together: the service's start-up is most of this part's time in a smoke run.
-  const [service, browser] = await Promise.all([
+  const [started, launched] = await Promise.allSettled([
     startService(options.chromium, options.slots),
     puppeteer.launch({
       executablePath: options.chromium, pipe: true, headless: /headless[-_]shell/.test(options.chromium) ? 'shell' : true,
       args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
     }),
   ]);
+  if (started.status === 'rejected' || launched.status === 'rejected') {
+    if (started.status === 'fulfilled') await started.value.stop();
+    if (launched.status === 'fulfilled') await launched.value.close();
+    throw started.status === 'rejected' ? started.reason : (launched as PromiseRejectedResult).reason;
+  }
+  const service = started.value;
+  const browser = launched.value;
   const peers: Array<{ name: string; peer: Peer }> = [];
   try {
     if (peerSkipped === null) {
