@@ -8,7 +8,7 @@
  */
 import http from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GUARD_REASON_HEADER, refusedRequestName, renderTokenFrom } from '../lib/guard-contract.ts';
+import { GUARD_REASON_HEADER, refusedRequestName, renderTokenFrom, renderTokenFromPath } from '../lib/guard-contract.ts';
 import type { RejectReason } from '../lib/errors.ts';
 import { closeOnError, survivesAcceptErrors } from '../lib/sockets.ts';
 import type { DecisionRecorder, Outcome, RequestKind } from './decisions.ts';
@@ -30,8 +30,6 @@ export interface ProxyContext {
   tunnels: Set<Duplex>;
   settings: UpstreamSettings & { maxTunnels: number };
 }
-
-const TOKEN_PATH = /^\/renders\/([A-Za-z0-9_-]{16,64})$/;
 
 function refusalBody(reason: RejectReason): string {
   return `guard refused: ${reason}\n`;
@@ -61,9 +59,9 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
     res.on('error', () => res.destroy());
     const url = req.url ?? '';
     const token = renderTokenFrom(req.headers['proxy-authorization']);
-    const stats = req.method === 'GET' ? TOKEN_PATH.exec(url) : null;
-    if (stats !== null) {
-      const body = JSON.stringify(ctx.tallies.take(stats[1]!));
+    const stats = req.method === 'GET' ? renderTokenFromPath(url) : undefined;
+    if (stats !== undefined) {
+      const body = JSON.stringify(ctx.tallies.take(stats));
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body) });
       res.end(body);
       ctx.recorder.record('http', token !== undefined, { decision: 'other', status: 200, note: 'tally' }, startedAt);

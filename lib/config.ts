@@ -4,6 +4,7 @@
  * ConfigError naming the variable and what it accepts, and the command stops with it.
  */
 import path from 'node:path';
+import { MAX_BODY_BYTES } from './policy-contract.ts';
 
 /** A setting that cannot be used; the message names the variable. */
 export class ConfigError extends Error {
@@ -11,6 +12,12 @@ export class ConfigError extends Error {
 }
 
 export type Isolation = 'netns' | 'pod';
+
+/** The render budget when `TINTYPE_RENDER_TIMEOUT_MS` is unset (README, Settings). */
+export const DEFAULT_RENDER_TIMEOUT_MS = 30_000;
+
+/** Request bodies the embedded edge holds before their key is checked, when `TINTYPE_EDGE_MAX_BUFFERED_BYTES` is unset (64 MiB). */
+export const DEFAULT_EDGE_MAX_BUFFERED_BYTES = 67_108_864;
 
 /** The uid and gid Chromium runs under in netns isolation when the renderer is root (README "Chromium isolation"). */
 export const DEFAULT_CHROMIUM_UID = 10_999;
@@ -155,7 +162,7 @@ function dnsLabel(env: Env, name: string): string | undefined {
 
 /** Parses the environment into a frozen Config, or throws a ConfigError naming the variable. */
 export function loadConfig(env: Env = process.env): Readonly<Config> {
-  const renderTimeoutMs = integer(env, 'TINTYPE_RENDER_TIMEOUT_MS', 30_000, 1_000, 600_000);
+  const renderTimeoutMs = integer(env, 'TINTYPE_RENDER_TIMEOUT_MS', DEFAULT_RENDER_TIMEOUT_MS, 1_000, 600_000);
   const config: Config = {
     port: optionalPort(env, 'PORT'),
     adminPort: optionalPort(env, 'TINTYPE_ADMIN_PORT'),
@@ -184,7 +191,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     policyUrl: url(env, 'TINTYPE_POLICY_URL', ['http', 'https']),
     leaseGraceMs: integer(env, 'TINTYPE_LEASE_GRACE_MS', 15_000, 0, 600_000),
     leaseSecrets: Object.freeze(secrets(env, 'TINTYPE_LEASE_SECRET')),
-    edgeMaxBufferedBytes: integer(env, 'TINTYPE_EDGE_MAX_BUFFERED_BYTES', 67_108_864, 4_194_304, Number.MAX_SAFE_INTEGER),
+    edgeMaxBufferedBytes: integer(env, 'TINTYPE_EDGE_MAX_BUFFERED_BYTES', DEFAULT_EDGE_MAX_BUFFERED_BYTES, MAX_BODY_BYTES, Number.MAX_SAFE_INTEGER),
     edgeMaxConnections: integer(env, 'TINTYPE_EDGE_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
     sqliteSync: oneOf(env, 'TINTYPE_SQLITE_SYNC', ['normal', 'full'] as const, 'normal'),
     pgPoolSize: integer(env, 'TINTYPE_PG_POOL', 10, 1, 200),

@@ -23,8 +23,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { RejectReason } from './errors.ts';
 
 export const GUARD_REASON_HEADER = 'x-guard-reason';
-export const RENDER_STATS_PATH = '/renders/';
 export const GUARD_FAILURE_HEADER = 'x-guard-failure';
+/** Where the guard answers a render's tally: `RENDER_STATS_PATH + <token>`, origin-form, on its own listener. */
+export const RENDER_STATS_PATH = '/renders/';
+
+/** The form of a render token: 16 to 64 base64url characters. */
+export const RENDER_TOKEN_FORM = /^[A-Za-z0-9_-]{16,64}$/;
 
 /** Why the guard answered an allowed request itself: the target could not be reached or went quiet. */
 export type GuardFailure = 'connect_refused' | 'connect_timeout' | 'reset' | 'idle_timeout' | 'unreachable';
@@ -111,6 +115,18 @@ export function newRenderToken(): string {
   return randomBytes(18).toString('base64url');
 }
 
+/** The path at which the guard answers the tally of the render `token` names. */
+export function renderStatsPath(token: string): string {
+  return RENDER_STATS_PATH + encodeURIComponent(token);
+}
+
+/** The render token a request path asks the tally of, or undefined when it asks none. */
+export function renderTokenFromPath(path: string): string | undefined {
+  if (!path.startsWith(RENDER_STATS_PATH)) return undefined;
+  const token = path.slice(RENDER_STATS_PATH.length);
+  return RENDER_TOKEN_FORM.test(token) ? token : undefined;
+}
+
 /** The `Proxy-Authorization` value that names a render. */
 export function renderAuthorization(token: string): string {
   return 'Basic ' + Buffer.from(`render:${token}`).toString('base64');
@@ -124,5 +140,5 @@ export function renderTokenFrom(header: string | undefined): string | undefined 
   const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
   if (!decoded.startsWith('render:')) return undefined;
   const token = decoded.slice('render:'.length);
-  return /^[A-Za-z0-9_-]{16,64}$/.test(token) ? token : undefined;
+  return RENDER_TOKEN_FORM.test(token) ? token : undefined;
 }

@@ -6,7 +6,7 @@
  * change the ledger. Several secrets may be in force (rotation): the first signs, all verify.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { OPERATIONS, type Operation } from './policy-contract.ts';
+import { LEASE_ID_FORM, OPERATIONS, type Operation } from './policy-contract.ts';
 
 /** What a lease token says. */
 export interface LeaseClaims {
@@ -25,7 +25,6 @@ export interface LeaseKeys {
   verify(token: string): LeaseClaims | undefined;
 }
 
-const ID_FORM = /^[A-Za-z0-9_-]{1,64}$/;
 const EXPIRY_FORM = /^\d{1,15}$/;
 const SIGNATURE_BYTES = 32;
 
@@ -50,7 +49,7 @@ export function leaseKeys(secrets: readonly string[]): LeaseKeys {
       const parts = token.split('.');
       if (parts.length !== 5) return undefined;
       const [id, keyId, operation, expiry, signature] = parts as [string, string, string, string, string];
-      if (!ID_FORM.test(id) || !ID_FORM.test(keyId) || !EXPIRY_FORM.test(expiry)) return undefined;
+      if (!LEASE_ID_FORM.test(id) || !LEASE_ID_FORM.test(keyId) || !EXPIRY_FORM.test(expiry)) return undefined;
       if (!Object.hasOwn(OPERATIONS, operation)) return undefined;
       const given = Buffer.from(signature, 'base64url');
       if (given.length !== SIGNATURE_BYTES || given.toString('base64url') !== signature) return undefined;

@@ -24,6 +24,15 @@ export const RATELIMIT_LIMIT_HEADER = 'x-ratelimit-limit';
 export const RATELIMIT_REMAINING_HEADER = 'x-ratelimit-remaining';
 
 /**
+ * Largest request body, in bytes (spec Part 8, "Request body size"): the edge answers 413 past
+ * it before any key lookup, and the renderer bounds its own reading by it.
+ */
+export const MAX_BODY_BYTES = 4_194_304;
+
+/** The form of a lease id, and of the key id a lease names: 1 to 64 base64url characters. */
+export const LEASE_ID_FORM = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
  * Request header bytes policy and the renderer accept: an edge's client limit (16 KiB, Node's
  * default) and room for what the edge adds on the way (lease, key id, trace and forwarding
  * headers). A request an edge let through is then never refused behind it with a bare 431
@@ -70,7 +79,9 @@ export function operationFor(pathWithQuery: string): Operation | undefined {
   return undefined;
 }
 
-export type CacheOutcome = 'hit' | 'miss';
+/** The `x-cache` values (spec 2.1): whether anything was rendered for a call. */
+export const CACHE_OUTCOMES = ['hit', 'miss'] as const;
+export type CacheOutcome = (typeof CACHE_OUTCOMES)[number];
 
 /** What the renderer reports when it has answered a leased request. */
 export interface SettleRequest {

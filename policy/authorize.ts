@@ -4,7 +4,7 @@
  * concurrent_limit). A grant is a lease that the renderer settles.
  */
 import { ServiceError } from '../lib/errors.ts';
-import { OPERATIONS, type Operation, type SettleRequest, settleIsMetered } from '../lib/policy-contract.ts';
+import { CACHE_OUTCOMES, LEASE_ID_FORM, OPERATIONS, type CacheOutcome, type Operation, type SettleRequest, settleIsMetered } from '../lib/policy-contract.ts';
 import { type Clock, WINDOW_SEC, monthOf, nextMonthStart, secondsToWindowEnd, windowStart } from './calendar.ts';
 import type { Plans } from './plans.ts';
 import { lookupHash, newLeaseId } from './secrets.ts';
@@ -118,16 +118,16 @@ export function parseSettle(v: unknown): SettleRequest {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new BadSettle('body must be a JSON object');
   const r = v as Record<string, unknown>;
   for (const k of Object.keys(r)) if (!['lease', 'status', 'error', 'cache'].includes(k)) throw new BadSettle(`unknown field ${k}`);
-  if (typeof r.lease !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(r.lease)) throw new BadSettle('lease must be a lease id');
+  if (typeof r.lease !== 'string' || !LEASE_ID_FORM.test(r.lease)) throw new BadSettle('lease must be a lease id');
   if (typeof r.status !== 'number' || !Number.isInteger(r.status) || r.status < 100 || r.status > 599) {
     throw new BadSettle('status must be an HTTP status');
   }
   if (r.error !== undefined && (typeof r.error !== 'string' || !/^[a-z_]{1,40}$/.test(r.error))) {
     throw new BadSettle('error must be an error code');
   }
-  if (r.cache !== undefined && r.cache !== 'hit' && r.cache !== 'miss') throw new BadSettle('cache must be hit or miss');
+  if (r.cache !== undefined && !(CACHE_OUTCOMES as readonly unknown[]).includes(r.cache)) throw new BadSettle('cache must be hit or miss');
   const out: SettleRequest = { lease: r.lease, status: r.status };
   if (r.error !== undefined) out.error = r.error as string;
-  if (r.cache !== undefined) out.cache = r.cache as 'hit' | 'miss';
+  if (r.cache !== undefined) out.cache = r.cache as CacheOutcome;
   return out;
 }

@@ -4,9 +4,7 @@
  * `helm template` renders against these same lists, so the two edges cannot drift apart.
  */
 import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
-
-/** Largest request body, in bytes (spec Part 8, "Request body size"); over it: 413 before any key lookup. */
-export const MAX_BODY_BYTES = 4_194_304;
+import { KEY_ID_HEADER, LEASE_HEADER, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER } from '../../lib/policy-contract.ts';
 
 /** Client request headers sent to policy's ext_authz check (and nothing else, no body). */
 export const AUTHZ_REQUEST_HEADERS = ['authorization', 'traceparent'] as const;
@@ -16,18 +14,18 @@ export const DENY_CLIENT_HEADERS = [
   'content-type',
   'www-authenticate',
   'retry-after',
-  'x-ratelimit-limit',
-  'x-ratelimit-remaining',
+  RATELIMIT_LIMIT_HEADER,
+  RATELIMIT_REMAINING_HEADER,
 ] as const;
 
 /** Policy headers added to the client's answer when it allows (spec 2.1: every answer carries the position). */
-export const ALLOW_CLIENT_HEADERS = ['x-ratelimit-limit', 'x-ratelimit-remaining'] as const;
+export const ALLOW_CLIENT_HEADERS = [RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER] as const;
 
 /** Policy headers added to the request that goes upstream to the renderer when it allows. */
-export const ALLOW_UPSTREAM_HEADERS = ['x-tintype-lease', 'x-tintype-key'] as const;
+export const ALLOW_UPSTREAM_HEADERS = [LEASE_HEADER, KEY_ID_HEADER] as const;
 
 /** Client headers never sent upstream: the key stays at the edge (spec 5), and lease headers come only from policy. */
-export const STRIPPED_UPSTREAM_HEADERS = ['authorization', 'x-tintype-lease', 'x-tintype-key'] as const;
+export const STRIPPED_UPSTREAM_HEADERS = ['authorization', LEASE_HEADER, KEY_ID_HEADER] as const;
 
 /** Public paths answered without a key. */
 export const OPENAPI_PATH = '/openapi.json';
@@ -37,9 +35,6 @@ export const ROUTED_PREFIX = '/v1/';
 
 /** How long the edge waits for the renderer's answer headers: the render budget and a margin (Envoy route timeout). */
 export const UPSTREAM_MARGIN_MS = 15_000;
-
-/** The render budget when `TINTYPE_RENDER_TIMEOUT_MS` is unset (README, Settings). */
-export const DEFAULT_RENDER_BUDGET_MS = 30_000;
 
 /**
  * Edge timeouts that follow the render budget; the chart sets them all from the one value

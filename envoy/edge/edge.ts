@@ -12,16 +12,17 @@ import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context as otelContext, propagation, trace } from '@opentelemetry/api';
 import type { Context, Span } from '@opentelemetry/api';
+import { DEFAULT_EDGE_MAX_BUFFERED_BYTES, DEFAULT_RENDER_TIMEOUT_MS } from '../../lib/config.ts';
 import { ServiceError } from '../../lib/errors.ts';
 import { createLogger, type Logger } from '../../lib/log.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
 import { Registry } from '../../lib/metrics.ts';
-import { operationFor } from '../../lib/policy-contract.ts';
+import { MAX_BODY_BYTES, operationFor } from '../../lib/policy-contract.ts';
 import { createAuthzClient, type AuthzDecision } from './authz.ts';
 import { writeError, writeMethodNotAllowed, writeNotFound, type Headers } from '../../lib/answers.ts';
 import { announcedTooLarge, drain, readBody } from '../../lib/body.ts';
 import {
-  LOCAL_REPLIES, MAX_BODY_BYTES, MAX_CONNECTIONS, OPENAPI_PATH, REQUEST_TIMEOUT_MS, REQUEST_HEADERS_TIMEOUT_MS, ROUTED_PREFIX, UPSTREAM_MARGIN_MS,
+  LOCAL_REPLIES, MAX_CONNECTIONS, OPENAPI_PATH, REQUEST_TIMEOUT_MS, REQUEST_HEADERS_TIMEOUT_MS, ROUTED_PREFIX, UPSTREAM_MARGIN_MS,
 } from './contract.ts';
 import { heldBodies } from './held.ts';
 import { createUpstream } from './upstream.ts';
@@ -108,8 +109,8 @@ export function createEdge(options: EdgeOptions): Edge {
   const aborts = registry.counter('tintype_edge_client_aborts_total', 'Requests whose client went away before the answer was complete.');
   const authz = createAuthzClient(options.policyUrl, options.authzTimeoutMs ?? 2_000);
   const margin = options.upstreamMarginMs ?? UPSTREAM_MARGIN_MS;
-  const upstream = createUpstream(options.rendererUrls, (options.renderTimeoutMs ?? 30_000) + margin);
-  const budget = heldBodies(options.maxBufferedBytes ?? 64 * 1024 * 1024);
+  const upstream = createUpstream(options.rendererUrls, (options.renderTimeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS) + margin);
+  const budget = heldBodies(options.maxBufferedBytes ?? DEFAULT_EDGE_MAX_BUFFERED_BYTES);
   const headersTimeoutMs = options.headersTimeoutMs ?? REQUEST_HEADERS_TIMEOUT_MS;
   const bodyTimeoutMs = options.bodyTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const tracer = trace.getTracer('tintype');
@@ -281,7 +282,7 @@ export function createEdge(options: EdgeOptions): Edge {
       accepting = false;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      const deadline = Date.now() + (options.renderTimeoutMs ?? 30_000) + margin;
+      const deadline = Date.now() + (options.renderTimeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS) + margin;
       while (inFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       server.closeAllConnections();
       await closed;

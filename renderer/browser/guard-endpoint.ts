@@ -6,7 +6,7 @@ import http from 'node:http';
 import net from 'node:net';
 import type { Config } from '../../lib/config.ts';
 import { isRejectReason } from '../../lib/errors.ts';
-import { REFUSALS_KEPT, RENDER_STATS_PATH, type RenderTally } from '../../lib/guard-contract.ts';
+import { REFUSALS_KEPT, renderStatsPath, type RenderTally } from '../../lib/guard-contract.ts';
 
 /** Where the guard listens and how to read a render's tally. */
 export interface GuardEndpoint {
@@ -67,7 +67,7 @@ export function fetchTally(address: GuardAddress, token: string): Promise<Render
     const req = http.get(
       {
         ...('path' in address ? { socketPath: address.path } : { host: address.host, port: address.port }),
-        path: RENDER_STATS_PATH + encodeURIComponent(token),
+        path: renderStatsPath(token),
         agent: false,
         timeout: TALLY_TIMEOUT_MS,
       },

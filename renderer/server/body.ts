@@ -7,9 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import { announcedTooLarge, readBody } from '../../lib/body.ts';
 import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
-
-/** Spec Part 8: request body size. */
-export const MAX_BODY_BYTES = 4_194_304;
+import { MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
 
 function refuse(message: string): ValidationFailure {
   return new ValidationFailure([{ path: 'body', message }]);

@@ -10,7 +10,7 @@
 import t, { type Test } from 'tap';
 import { readFileSync } from 'node:fs';
 import { openapiJson } from '../../renderer/openapi/document.ts';
-import { MAX_BODY_BYTES } from '../../envoy/edge/contract.ts';
+import { MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
 import type { Answer } from '../envoy/client.ts';
 import { leasesClosed, ledgerOf, type Deployment } from './deployment.ts';
 import { againstDocument, bearer, json, jsonWith } from './service.ts';

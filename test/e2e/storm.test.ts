@@ -10,7 +10,7 @@
  */
 import t, { type Test } from 'tap';
 import net from 'node:net';
-import { MAX_BODY_BYTES } from '../../envoy/edge/contract.ts';
+import { MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
 import type { Answer } from '../envoy/client.ts';
 import { bearer, cleanup, jsonWith, startService, type Service } from './service.ts';
 import { random } from './reliability/load.ts';

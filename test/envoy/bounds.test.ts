@@ -8,7 +8,7 @@
 import net from 'node:net';
 import t from 'tap';
 import { createEdge, type Edge } from '../../envoy/edge/edge.ts';
-import { MAX_BODY_BYTES } from '../../envoy/edge/contract.ts';
+import { MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
 import { policyStub, rendererStub } from './stubs.ts';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {}, child() { return quiet; } };

@@ -4,7 +4,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { createEdge, type Edge } from '../../envoy/edge/edge.ts';
 import { createAdminServer } from '../../lib/admin.ts';
-import { MAX_BODY_BYTES } from '../../envoy/edge/contract.ts';
+import { MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { policyStub, rendererStub, type RendererStub, type Stub } from './stubs.ts';
 import { send } from './client.ts';

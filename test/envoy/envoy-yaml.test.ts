@@ -8,15 +8,16 @@
 import t from 'tap';
 import http from 'node:http';
 import { ServiceError } from '../../lib/errors.ts';
-import { ATTEMPT_HEADER, EXT_AUTHZ_PREFIX, OPERATIONS } from '../../lib/policy-contract.ts';
+import { DEFAULT_RENDER_TIMEOUT_MS } from '../../lib/config.ts';
+import { ATTEMPT_HEADER, EXT_AUTHZ_PREFIX, MAX_BODY_BYTES, OPERATIONS } from '../../lib/policy-contract.ts';
 import { POLICY_ADMIN_PORT, POLICY_KEEP_ALIVE_MS, DEFAULT_POLICY_PORT } from '../../policy/server.ts';
 import { RENDERER_ADMIN_PORT, RENDERER_KEEP_ALIVE_MS, RENDERER_PORT } from '../../renderer/server/index.ts';
 import { openapiJson } from '../../renderer/openapi/document.ts';
 import { AUTHZ_IDLE_MS } from '../../envoy/edge/authz.ts';
 import { UPSTREAM_IDLE_MS } from '../../envoy/edge/upstream.ts';
 import {
-  ALLOW_CLIENT_HEADERS, ALLOW_UPSTREAM_HEADERS, AUTHZ_REQUEST_HEADERS, DEFAULT_RENDER_BUDGET_MS, DENY_CLIENT_HEADERS,
-  LOCAL_REPLIES, MAX_BODY_BYTES, MAX_CONNECTIONS, MAX_REQUEST_HEADER_BYTES, OPENAPI_PATH, REQUEST_HEADERS_TIMEOUT_MS,
+  ALLOW_CLIENT_HEADERS, ALLOW_UPSTREAM_HEADERS, AUTHZ_REQUEST_HEADERS, DENY_CLIENT_HEADERS,
+  LOCAL_REPLIES, MAX_CONNECTIONS, MAX_REQUEST_HEADER_BYTES, OPENAPI_PATH, REQUEST_HEADERS_TIMEOUT_MS,
   REQUEST_TIMEOUT_MS, RETRY, ROUTED_PREFIX, STRIPPED_UPSTREAM_HEADERS, budgetTimeouts,
 } from '../../envoy/edge/contract.ts';
 import { walkBootstrap, walkMessage, type WalkIssue } from './proto-walk.ts';
@@ -316,7 +317,7 @@ t.test('header size: the edge takes what the embedded edge takes (Node\'s limit)
 });
 
 t.test('timeouts follow the render budget; headers and whole request as the embedded edge', async (t) => {
-  const b = budgetTimeouts(DEFAULT_RENDER_BUDGET_MS);
+  const b = budgetTimeouts(DEFAULT_RENDER_TIMEOUT_MS);
   for (const r of routed) t.equal(ms(r.route.timeout), b.routeMs, `${r.name}: route timeout = budget + margin`);
   t.equal(ms(pub.stream_idle_timeout), b.streamIdleMs);
   t.ok(b.streamIdleMs > b.routeMs, 'a quiet render is cut by the route timeout (504), never by the idle timeout');
@@ -331,7 +332,7 @@ t.test('timeouts follow the render budget; headers and whole request as the embe
 });
 
 t.test('the chart sets every budget-derived timeout from the one value renderBudgetMs', async (t) => {
-  for (const [name, r, budgetMs] of [['defaults', defaults, DEFAULT_RENDER_BUDGET_MS], [`renderBudgetMs=${OTHER_BUDGET_MS}`, otherBudget, OTHER_BUDGET_MS]] as const) {
+  for (const [name, r, budgetMs] of [['defaults', defaults, DEFAULT_RENDER_TIMEOUT_MS], [`renderBudgetMs=${OTHER_BUDGET_MS}`, otherBudget, OTHER_BUDGET_MS]] as const) {
     const b = budgetTimeouts(budgetMs);
     const p = hcm(listener(r.doc, 'public'));
     const rs: any[] = p.route_config.virtual_hosts[0].routes.filter((x: any) => x.route?.cluster === 'renderer');
