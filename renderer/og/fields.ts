@@ -8,6 +8,8 @@ export type Template = (typeof TEMPLATES)[number];
 
 export const THEMES = ['dark', 'light'] as const;
 export type Theme = (typeof THEMES)[number];
+/** Spec 4.5: the theme when `theme` is omitted. */
+export const THEME_DEFAULT: Theme = 'dark';
 
 /** The text fields, in the order the spec's table lists them (and errors are reported). */
 export const TEXT_FIELDS = [

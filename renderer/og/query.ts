@@ -12,6 +12,7 @@ import {
   TEMPLATES,
   TEXT_FIELDS,
   THEMES,
+  THEME_DEFAULT,
   type OgCard,
   type Template,
   type TextField,
@@ -75,7 +76,7 @@ export function parseOgQuery(search: URLSearchParams): OgCard {
     issues.push({ path: 'template', message: 'template must be one of title, stat, board' });
   }
 
-  let theme: Theme = 'dark';
+  let theme: Theme = THEME_DEFAULT;
   const rawTheme = values.get('theme');
   if (rawTheme !== undefined && !repeated.has('theme')) {
     if (isOneOf(THEMES, rawTheme)) theme = rawTheme;

@@ -1,11 +1,9 @@
 /** POST /v1/screenshot (spec 4.2): a public URL to PNG or JPEG. */
+import { FULL_PAGE_MAX_HEIGHT } from '../schemas/fields.ts';
 import type { ScreenshotRequest } from '../schemas/index.ts';
 import { asBuffer, capture, navigate } from './page-work.ts';
 import { inSpan } from './telemetry.ts';
 import type { RenderContext } from './types.ts';
-
-/** Spec 4.2 `fullPage`: the whole scroll height, clipped at 8000 CSS px; the width stays `width`. */
-export const FULL_PAGE_MAX_HEIGHT = 8000;
 
 export function screenshotContentType(req: ScreenshotRequest): string {
   return req.format === 'jpeg' ? 'image/jpeg' : 'image/png';

@@ -8,21 +8,34 @@ import { boolean, number, string } from 'yup';
 
 export const WAIT_UNTIL = ['load', 'domcontentloaded', 'networkidle'] as const;
 export type WaitUntil = (typeof WAIT_UNTIL)[number];
+/** Spec 4.2 to 4.4: `waitUntil` when omitted. */
+export const WAIT_UNTIL_DEFAULT: WaitUntil = 'load';
 
 /** Spec Part 8: `url` 1 to 2048 characters. */
+export const URL_MIN = 1;
 export const URL_MAX = 2048;
-/** Spec Part 8: `html` at most 1,000,000 UTF-16 code units (String#length counts those). */
+/** Spec Part 8: `html` 1 to 1,000,000 UTF-16 code units (String#length counts those). */
+export const HTML_MIN = 1;
 export const HTML_MAX = 1_000_000;
 /** Spec Part 8: width and height 1 to 2000; scale factor 1 to 2. */
+export const DIMENSION_MIN = 1;
 export const DIMENSION_MAX = 2000;
+export const SCALE_MIN = 1;
 export const SCALE_MAX = 2;
+/** Spec 4.2 and 4.3: the viewport when `width`, `height` or `deviceScaleFactor` is omitted. */
+export const VIEWPORT_DEFAULTS = { width: 1280, height: 800, deviceScaleFactor: 1 } as const;
+/** Spec Part 8: a `fullPage` capture is clipped at this height, in CSS px. */
+export const FULL_PAGE_MAX_HEIGHT = 8000;
+
+/** A string of digits with an optional decimal part, taken as its number where spec 4.3 rule 1 allows it. */
+export const DIGITS = /^[0-9]+(\.[0-9]+)?$/;
 
 /** Keeps the value as the caller sent it, so a string is not taken for a number or boolean. */
 const asSent = (_value: unknown, original: unknown): unknown => original;
 
 /** Accepts a string of digits (optionally with a decimal part) as its number (spec 4.3 rule 1). */
 const digitsToNumber = (_value: unknown, original: unknown): unknown =>
-  typeof original === 'string' && /^\d+(\.\d+)?$/.test(original) ? Number(original) : original;
+  typeof original === 'string' && DIGITS.test(original) ? Number(original) : original;
 
 /** A JSON number; `coerceDigits` also takes a string of digits. */
 export function realNumber(coerceDigits = false) {
@@ -71,7 +84,7 @@ export function oneOfStrings<T extends string>(values: readonly T[], fallback: T
 
 /** `waitUntil` of spec 4.2 to 4.4, default `load`. */
 export function waitUntil() {
-  return oneOfStrings(WAIT_UNTIL, 'load');
+  return oneOfStrings(WAIT_UNTIL, WAIT_UNTIL_DEFAULT);
 }
 
 /**
@@ -81,7 +94,7 @@ export function waitUntil() {
  */
 export function pageUrl() {
   return realString()
-    .min(1, '${path} must be at least ${min} character long')
+    .min(URL_MIN, '${path} must be at least ${min} character long')
     .max(URL_MAX, '${path} must be at most ${max} characters long')
     .test('absolute', '${path} must be an absolute URL', (v) => v === undefined || v === '' || URL.canParse(v));
 }
@@ -89,6 +102,6 @@ export function pageUrl() {
 /** `html`: 1 to 1,000,000 UTF-16 code units. */
 export function markup() {
   return realString()
-    .min(1, '${path} must be at least ${min} character long')
+    .min(HTML_MIN, '${path} must be at least ${min} character long')
     .max(HTML_MAX, '${path} must be at most ${max} characters long (UTF-16 code units)');
 }

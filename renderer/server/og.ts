@@ -8,6 +8,7 @@ import type { Middleware } from 'koa';
 import { ServiceError } from '../../lib/errors.ts';
 import type { RenderCache } from '../cache/cache.ts';
 import { inSpan } from '../operations/telemetry.ts';
+import { CACHE_HEADER, OG_CACHE_CONTROL } from './answer-headers.ts';
 import type { RendererState } from './state.ts';
 
 /** The OG drawing as the route uses it (renderer/og). */
@@ -19,7 +20,6 @@ export interface OgDrawing<Card> {
 
 export type OgRoute = Middleware<RendererState>;
 
-export const OG_CACHE_CONTROL = 'private, max-age=86400';
 /** How much of an OG query the access line keeps. */
 const OG_QUERY_LOG_MAX = 2048;
 
@@ -44,7 +44,7 @@ export function ogRoute<Card>(drawing: OgDrawing<Card>, cache: RenderCache, maxO
     });
     ctx.status = 200;
     ctx.type = 'image/png';
-    ctx.set('x-cache', ctx.state.cache ?? 'miss');
+    ctx.set(CACHE_HEADER, ctx.state.cache ?? 'miss');
     ctx.set('cache-control', OG_CACHE_CONTROL);
     ctx.body = body;
   };

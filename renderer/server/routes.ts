@@ -7,6 +7,7 @@ import type { Middleware } from 'koa';
 import { ServiceError } from '../../lib/errors.ts';
 import { OPERATIONS } from '../../lib/policy-contract.ts';
 import { ping, type RenderOperation, type RenderOperations, type Rendered } from '../operations/index.ts';
+import { BLOCKED_HEADER, CACHE_HEADER, RENDER_CACHE_CONTROL } from './answer-headers.ts';
 import type { OgRoute } from './og.ts';
 import { readJsonBody } from './body.ts';
 import type { RendererState } from './state.ts';
@@ -18,12 +19,12 @@ function renderRoute(operations: RenderOperations, operation: RenderOperation): 
     ctx.state.cache = rendered.cache;
     ctx.status = 200;
     ctx.type = rendered.contentType;
-    ctx.set('x-cache', rendered.cache);
-    ctx.set('cache-control', 'no-store');
+    ctx.set(CACHE_HEADER, rendered.cache);
+    ctx.set('cache-control', RENDER_CACHE_CONTROL);
     // Spec 2.1: describes the live render only (absent on a hit); for pdf only when not zero.
     if (rendered.blocked !== undefined) {
       ctx.state.blocked = rendered.blocked;
-      if (operation !== 'pdf' || rendered.blocked > 0) ctx.set('x-render-blocked', String(rendered.blocked));
+      if (operation !== 'pdf' || rendered.blocked > 0) ctx.set(BLOCKED_HEADER, String(rendered.blocked));
     }
     ctx.body = rendered.body;
   };
