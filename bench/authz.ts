@@ -25,6 +25,7 @@ import { openPostgresStore } from '../policy/store/postgres.ts';
 import { openSqliteStore } from '../policy/store/sqlite.ts';
 import type { PolicyStore } from '../policy/store/store.ts';
 import { percentile, printMachine, round2 } from './machine.ts';
+import { EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER, SETTLE_PATH } from '../lib/policy-contract.ts';
 
 const { values: opts } = parseArgs({
   args: process.argv.slice(3),
@@ -82,7 +83,7 @@ function call(agent: http.Agent, port: number, method: string, p: string, header
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, method, path: p, headers, agent }, (res) => {
       res.resume();
-      res.on('end', () => resolve([res.statusCode ?? 0, res.headers['x-tintype-lease'] as string | undefined]));
+      res.on('end', () => resolve([res.statusCode ?? 0, res.headers[LEASE_HEADER] as string | undefined]));
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -138,12 +139,12 @@ async function driveHttp(port: number, secrets: string[], seconds: number, conne
   try {
     return await drive(connections, seconds, {
       async check(i) {
-        const [status, lease] = await call(agent, port, 'POST', '/authz/v1/pdf', { authorization: `Bearer ${secrets[i % secrets.length]}` });
+        const [status, lease] = await call(agent, port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${secrets[i % secrets.length]}` });
         return status === 200 ? lease : undefined;
       },
       async settle(lease) {
         const body = JSON.stringify({ lease, status: 200, cache: 'miss' });
-        const [s] = await call(agent, port, 'POST', '/settle', { 'content-type': 'application/json', 'content-length': String(body.length) }, body);
+        const [s] = await call(agent, port, 'POST', SETTLE_PATH, { 'content-type': 'application/json', 'content-length': String(body.length) }, body);
         return s === 204;
       },
     });
@@ -185,7 +186,7 @@ async function refusalTimes(port: number, live: string, revoked: string, rounds:
   for (let i = 0; i < rounds; i++) {
     for (const c of REFUSALS) {
       const t0 = performance.now();
-      const [status] = await call(agent, port, 'GET', '/authz/v1/ping', headers[c]);
+      const [status] = await call(agent, port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, headers[c]);
       if (status !== 401) throw new Error(`${c}: answered ${status}`);
       samples[c].push(performance.now() - t0);
     }
@@ -226,9 +227,9 @@ const FLOOR_SERVER = `
   const s = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      if (req.url === '/settle') { res.writeHead(204); res.end(); return; }
-      res.writeHead(200, { 'x-tintype-lease': 'l' + Math.random().toString(36).slice(2), 'x-tintype-key': 'key_x',
-        'x-ratelimit-limit': '100', 'x-ratelimit-remaining': '99', 'content-length': '0' });
+      if (req.url === ${JSON.stringify(SETTLE_PATH)}) { res.writeHead(204); res.end(); return; }
+      res.writeHead(200, { ${JSON.stringify(LEASE_HEADER)}: 'l' + Math.random().toString(36).slice(2), ${JSON.stringify(KEY_ID_HEADER)}: 'key_x',
+        ${JSON.stringify(RATELIMIT_LIMIT_HEADER)}: '100', ${JSON.stringify(RATELIMIT_REMAINING_HEADER)}: '99', 'content-length': '0' });
       res.end();
     });
   });

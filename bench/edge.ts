@@ -29,6 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cpuSecondsOf, percentile, printMachine, round2 } from './machine.ts';
 import { ROLE_PORTS, startApart, type Apart } from '../test/e2e/apart.ts';
+import { CACHE_HEADER } from '../renderer/server/answer-headers.ts';
 
 const args = process.argv.slice(3);
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -341,8 +342,8 @@ async function main(): Promise<void> {
     const first = await fullRequest(edge, edge.hit);
     const aHit = await fullRequest(edge, edge.hit);
     const aPing = await fullRequest(edge, edge.ping);
-    if (first.status !== 200 || aHit.headers['x-cache'] !== 'hit' || aPing.status !== 200) {
-      throw new Error(`the service did not answer as expected: ${first.status}, x-cache ${String(aHit.headers['x-cache'])}, ping ${aPing.status}`);
+    if (first.status !== 200 || aHit.headers[CACHE_HEADER] !== 'hit' || aPing.status !== 200) {
+      throw new Error(`the service did not answer as expected: ${first.status}, x-cache ${String(aHit.headers[CACHE_HEADER])}, ping ${aPing.status}`);
     }
     const answersFile = path.join(dataDir, 'answers.json');
     writeFileSync(answersFile, JSON.stringify({
@@ -367,8 +368,8 @@ async function main(): Promise<void> {
       const apartKey = await apart.key('bench');
       const at: Target = { name: 'apart', host: apart.net.edgeAddr, port: ROLE_PORTS.edge, hit: requestBytes(ROLE_PORTS.edge, apartKey.secret, 'hit'), ping: requestBytes(ROLE_PORTS.edge, apartKey.secret, 'ping') };
       const warm = [await fullRequest(at, at.hit), await fullRequest(at, at.hit), await fullRequest(at, at.hit)];
-      if (warm.some((a) => a.status !== 200) || warm.at(-1)!.headers['x-cache'] !== 'hit') {
-        throw new Error(`the apart deployment did not answer as expected: ${warm.map((a) => `${a.status} ${String(a.headers['x-cache'])}`).join(', ')}`);
+      if (warm.some((a) => a.status !== 200) || warm.at(-1)!.headers[CACHE_HEADER] !== 'hit') {
+        throw new Error(`the apart deployment did not answer as expected: ${warm.map((a) => `${a.status} ${String(a.headers[CACHE_HEADER])}`).join(', ')}`);
       }
       pids.set(at.name, apart.procs.edge.child.pid!);
       targets.push(at);

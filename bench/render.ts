@@ -52,6 +52,7 @@ import { percentile, printMachine, round2, treeCpuSeconds } from './machine.ts';
 import { randomBytes } from 'node:crypto';
 import { leaseKeys } from '../lib/lease.ts';
 import { defaultsJson, measureDefaults } from './render-defaults.ts';
+import { LEASE_HEADER } from '../lib/policy-contract.ts';
 
 const { values: opts } = parseArgs({
   args: process.argv.slice(3),
@@ -178,7 +179,7 @@ function rendererClient(base: string): RenderOnce {
     const signed = leases.sign({ id: `bench-${lease}`, keyId: 'key_bench', operation: kind, expiresAt: Date.now() + 3_600_000 });
     const res = await fetch(`${base}/v1/${kind}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-tintype-lease': signed },
+      headers: { 'content-type': 'application/json', [LEASE_HEADER]: signed },
       body: JSON.stringify(kind === 'pdf' ? { html } : { html, width: 800, height: 600 }),
     });
     const body = await res.arrayBuffer();

@@ -2,6 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RendererStateReport } from '../../lib/state-contract.ts';
+import { STATE_PATH } from '../../lib/state-contract.ts';
 
 export interface FakeRenderer {
   name: string;
@@ -19,7 +20,7 @@ export const POD_LABELS = { app: 'renderer' };
 export async function startFakeRenderer(name: string, ip: string): Promise<FakeRenderer> {
   const r: { state: RendererStateReport } = { state: { slots: 2, busy: 0, busyMean: 0, guard: 'verified', draining: false } };
   const server = http.createServer((req, res) => {
-    if (req.url === '/state') res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(r.state));
+    if (req.url === STATE_PATH) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(r.state));
     else res.writeHead(404).end();
   });
   await new Promise<void>((resolve) => server.listen(0, ip, resolve));

@@ -9,6 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { ROLE_PORTS, startApartWithSite, type Apart } from './apart.ts';
 import { bearer, json, jsonWith } from './service.ts';
 import type { Site } from './site.ts';
+import { CACHE_HEADER } from '../../renderer/server/answer-headers.ts';
 
 const RENDER_TIMEOUT_MS = 8000;
 // Six processes and two Chromiums start, and a lease is waited out to its expiry: longer than
@@ -60,11 +61,11 @@ t.test('ping and a render through the edge, policy on PostgreSQL, each metered o
   const shot = await apart.call({ method: 'POST', path: '/v1/screenshot', headers: jsonWith(k.secret), body });
   t.equal(shot.status, 200, shot.status === 200 ? 'rendered' : shot.body.toString('utf8'));
   t.ok(shot.body.subarray(0, 4).equals(PNG));
-  t.equal(shot.headers['x-cache'], 'miss');
+  t.equal(shot.headers[CACHE_HEADER], 'miss');
   // The other pod (the Service takes turns per connection) finds it in the shared cache.
   const again = await apart.call({ method: 'POST', path: '/v1/screenshot', headers: jsonWith(k.secret), body });
   t.equal(again.status, 200);
-  t.equal(again.headers['x-cache'], 'hit');
+  t.equal(again.headers[CACHE_HEADER], 'hit');
   let rows = await apart.ledger(k.id);
   while (rows.length < 3) {
     await new Promise((r) => setTimeout(r, 50));

@@ -10,12 +10,13 @@
 import t, { type Test } from 'tap';
 import { readFileSync } from 'node:fs';
 import { openapiJson } from '../../renderer/openapi/document.ts';
-import { MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
+import { MAX_BODY_BYTES, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER } from '../../lib/policy-contract.ts';
 import type { Answer } from '../envoy/client.ts';
 import { leasesClosed, ledgerOf, type Deployment } from './deployment.ts';
 import { againstDocument, bearer, json, jsonWith } from './service.ts';
 import type { Site } from './site.ts';
 import type { OtlpReceiver } from './otlp-receiver.ts';
+import { BLOCKED_HEADER, CACHE_HEADER } from '../../renderer/server/answer-headers.ts';
 
 /** What the suite asks of a deployment it starts. */
 export interface ContractSetup {
@@ -93,8 +94,8 @@ export function contractSuite(deploy: (o: ContractSetup) => Promise<Deployment>)
     const a = conforms(t, 'GET', '/v1/ping', await d.call({ path: '/v1/ping', headers: bearer(k.secret) }), 'ping');
     t.equal(a.status, 200);
     t.same(json(a), { pong: true, app: 'tintype', version: VERSION });
-    t.equal(a.headers['x-ratelimit-limit'], '60');
-    t.equal(a.headers['x-ratelimit-remaining'], '59');
+    t.equal(a.headers[RATELIMIT_LIMIT_HEADER], '60');
+    t.equal(a.headers[RATELIMIT_REMAINING_HEADER], '59');
     const rows = await ledgerOf(d, k.id, 1);
     t.match(rows, [{ operation: 'ping', status: 200, metered: 1 }], 'metered');
   });
@@ -229,11 +230,11 @@ export function contractSuite(deploy: (o: ContractSetup) => Promise<Deployment>)
         t.equal(a.status, 200, name);
         t.equal(a.headers['content-type'], row.type, `${name}: content-type`);
         t.ok(a.body.subarray(0, row.magic.length).equals(row.magic), `${name}: the file itself`);
-        t.equal(a.headers['x-cache'], cache, `${name}: x-cache`);
+        t.equal(a.headers[CACHE_HEADER], cache, `${name}: x-cache`);
         t.equal(a.headers['cache-control'], row.cacheControl, `${name}: cache-control`);
-        t.equal(a.headers['x-render-blocked'], cache === 'hit' ? undefined : row.blocked, `${name}: x-render-blocked`);
-        t.equal(a.headers['x-ratelimit-limit'], '180', `${name}: x-ratelimit-limit`);
-        t.ok(a.headers['x-ratelimit-remaining'] !== undefined, `${name}: x-ratelimit-remaining`);
+        t.equal(a.headers[BLOCKED_HEADER], cache === 'hit' ? undefined : row.blocked, `${name}: x-render-blocked`);
+        t.equal(a.headers[RATELIMIT_LIMIT_HEADER], '180', `${name}: x-ratelimit-limit`);
+        t.ok(a.headers[RATELIMIT_REMAINING_HEADER] !== undefined, `${name}: x-ratelimit-remaining`);
       }
     }
     const ledger = await ledgerOf(d, k.id, rows.length * 2);
@@ -249,7 +250,7 @@ export function contractSuite(deploy: (o: ContractSetup) => Promise<Deployment>)
     conforms(t, 'POST', '/v1/html-to-image', second, 'second render');
     t.equal(second.status, 429);
     t.same(json(second), { error: 'concurrent_limit', limit: 1 });
-    t.ok(second.headers['x-ratelimit-limit'] !== undefined && second.headers['x-ratelimit-remaining'] !== undefined, 'refusals carry the position');
+    t.ok(second.headers[RATELIMIT_LIMIT_HEADER] !== undefined && second.headers[RATELIMIT_REMAINING_HEADER] !== undefined, 'refusals carry the position');
     const og = await d.call({ path: '/v1/og?template=title&title=also', headers: bearer(k.secret) });
     t.equal(og.status, 429, 'og is a render operation too');
     const ping = await d.call({ path: '/v1/ping', headers: bearer(k.secret) });
@@ -328,8 +329,8 @@ export function contractSuite(deploy: (o: ContractSetup) => Promise<Deployment>)
     t.equal(b.windowSec, 60);
     t.ok(b.retryAfterSec >= 1 && b.retryAfterSec <= 60, 'retryAfterSec within the window');
     t.equal(limited!.headers['retry-after'], String(b.retryAfterSec));
-    t.equal(limited!.headers['x-ratelimit-limit'], '2');
-    t.equal(limited!.headers['x-ratelimit-remaining'], '0');
+    t.equal(limited!.headers[RATELIMIT_LIMIT_HEADER], '2');
+    t.equal(limited!.headers[RATELIMIT_REMAINING_HEADER], '0');
     const ledger = await ledgerOf(d, k.id, granted);
     t.equal(ledger.length, granted, 'the refusal wrote nothing');
   });

@@ -2,8 +2,9 @@
 import t from 'tap';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { openapiDocument, openapiJson } from '../../renderer/openapi/document.ts';
-import { OPERATIONS } from '../../lib/policy-contract.ts';
+import { OPERATIONS, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER } from '../../lib/policy-contract.ts';
 import { checkAnswer, checkRequest } from './openapi-check.ts';
+import { BLOCKED_HEADER, CACHE_HEADER } from '../../renderer/server/answer-headers.ts';
 
 const doc = openapiDocument as any;
 
@@ -62,7 +63,7 @@ t.test('request schemas accept the spec defaults and refuse its boundaries', asy
 
 t.test('the answer checker catches departures from the document', async (t) => {
   const json = { 'content-type': 'application/json; charset=utf-8' };
-  const pos = { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '59' };
+  const pos = { [RATELIMIT_LIMIT_HEADER]: '60', [RATELIMIT_REMAINING_HEADER]: '59' };
   const ok = (path: string, method: string, status: number, headers: Record<string, string>, body: unknown) =>
     checkAnswer({ path, method, status, headers, body: Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body)) });
   t.same(ok('/v1/ping', 'GET', 200, { ...json, ...pos }, { pong: true, app: 'tintype', version: '0.1.0' }), []);
@@ -76,9 +77,9 @@ t.test('the answer checker catches departures from the document', async (t) => {
   t.not(ok('/v1/pdf', 'POST', 429, { ...json, ...pos }, { error: 'rate_limited', limit: 60 }).length, 0, 'extra fields missing');
   t.same(ok('/v1/screenshot', 'POST', 422, json, { error: 'url_rejected', reason: 'private_address' }), []);
   t.not(ok('/v1/screenshot', 'POST', 422, json, { error: 'url_rejected', reason: 'nope' }).length, 0, 'unknown reason');
-  const png = { 'content-type': 'image/png', 'cache-control': 'no-store', 'x-cache': 'miss', 'x-render-blocked': '0', ...pos };
+  const png = { 'content-type': 'image/png', 'cache-control': 'no-store', [CACHE_HEADER]: 'miss', [BLOCKED_HEADER]: '0', ...pos };
   t.same(ok('/v1/html-to-image', 'POST', 200, png, Buffer.from([0x89, 0x50])), []);
-  t.not(ok('/v1/html-to-image', 'POST', 200, { ...png, 'x-cache': 'warm' }, Buffer.from([1])).length, 0, 'x-cache value');
+  t.not(ok('/v1/html-to-image', 'POST', 200, { ...png, [CACHE_HEADER]: 'warm' }, Buffer.from([1])).length, 0, 'x-cache value');
   t.not(ok('/v1/og', 'GET', 200, png, Buffer.from([1])).length, 0, 'og cache-control differs');
   t.same(ok('/v1/og', 'GET', 200, { ...png, 'cache-control': 'private, max-age=86400' }, Buffer.from([1])), []);
   t.same(ok('/v1/pdf', 'POST', 400, json, { success: false, error: { name: 'ValidationError', message: 'url: give exactly one' } }), []);

@@ -13,6 +13,7 @@ import t from 'tap';
 import { startDnsServer } from '../guard/dns-server.ts';
 import { cleanup, json, jsonWith, startService } from './service.ts';
 import { SITE_ADDRESS } from './site.ts';
+import { BLOCKED_HEADER } from '../../renderer/server/answer-headers.ts';
 
 const SELF_NAME = 'opened-alias.test';
 
@@ -78,7 +79,7 @@ t.test('a page on an opened address reaches none of the service\'s ports there',
   t.equal(answer.status, 200, answer.status === 200 ? 'rendered' : JSON.stringify(json(answer)));
   t.equal(redirects.length, targets.length, 'every redirect was followed to the guard');
   // img, iframe, fetch and the redirect's second hop, for each port by address and by name.
-  t.equal(Number(answer.headers['x-render-blocked']), targets.length * 4, 'every try refused and counted');
+  t.equal(Number(answer.headers[BLOCKED_HEADER]), targets.length * 4, 'every try refused and counted');
   const reached = svc.sockets().accepted.slice(before).filter((a) => a.address.endsWith(SITE_ADDRESS));
   t.same(reached, [], 'no connection reached the process at the opened address');
 });

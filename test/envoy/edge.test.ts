@@ -4,10 +4,11 @@ import http from 'node:http';
 import net from 'node:net';
 import { createEdge, type Edge } from '../../envoy/edge/edge.ts';
 import { createAdminServer } from '../../lib/admin.ts';
-import { MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
+import { EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, MAX_BODY_BYTES, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER } from '../../lib/policy-contract.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { policyStub, rendererStub, type RendererStub, type Stub } from './stubs.ts';
 import { send } from './client.ts';
+import { CACHE_HEADER } from '../../renderer/server/answer-headers.ts';
 
 const OPENAPI = Buffer.from(JSON.stringify({ openapi: '3.1.0', info: { title: 't', version: '1.0.0' }, paths: {} }));
 const GOOD = { authorization: 'Bearer sk_good_0123456789' };
@@ -156,7 +157,7 @@ t.test('the check is made as Envoy makes it: method, /authz + path and query, tw
   await send({ port: r.port, method: 'POST', path: '/v1/echo?x=1', headers: { ...GOOD, traceparent, cookie: 'c=1', 'content-type': 'application/json' }, body: '{"a":1}' });
   const seen = r.policy.seen[0]!;
   t.equal(seen.method, 'POST');
-  t.equal(seen.url, '/authz/v1/echo?x=1');
+  t.equal(seen.url, `${EXT_AUTHZ_PREFIX}/v1/echo?x=1`);
   t.equal(seen.bodyLength, 0);
   t.equal(seen.headers['authorization'], GOOD.authorization);
   t.equal(seen.headers['traceparent'], traceparent, 'client trace context passed on when tracing is off');
@@ -175,8 +176,8 @@ t.test('a denial is the client answer: status, body and the allowed headers only
   t.equal(limited.status, 429);
   t.same(json(limited.body), { error: 'rate_limited', limit: 60, windowSec: 60, retryAfterSec: 17 });
   t.equal(limited.headers['retry-after'], '17');
-  t.equal(limited.headers['x-ratelimit-limit'], '60');
-  t.equal(limited.headers['x-ratelimit-remaining'], '0');
+  t.equal(limited.headers[RATELIMIT_LIMIT_HEADER], '60');
+  t.equal(limited.headers[RATELIMIT_REMAINING_HEADER], '0');
   t.equal(r.renderer.seen.length, 0, 'a denied request never reaches the renderer');
 });
 
@@ -184,17 +185,17 @@ t.test('allowed: lease headers go upstream, the key does not, forged lease heade
   const r = await rig(t);
   const body = Buffer.from(JSON.stringify({ html: 'x'.repeat(100_000) }));
   const a = await send({ port: r.port, method: 'POST', path: '/v1/echo', body,
-    headers: { ...GOOD, 'content-type': 'application/json', 'x-tintype-lease': 'forged', 'x-tintype-key': 'forged' } });
+    headers: { ...GOOD, 'content-type': 'application/json', [LEASE_HEADER]: 'forged', [KEY_ID_HEADER]: 'forged' } });
   t.equal(a.status, 200);
   t.ok(a.body.equals(body), 'answer streamed back byte for byte');
   t.equal(a.headers['content-type'], 'image/png');
-  t.equal(a.headers['x-cache'], 'miss');
-  t.equal(a.headers['x-ratelimit-limit'], '60', 'policy position wins over anything upstream says');
-  t.equal(a.headers['x-ratelimit-remaining'], '41');
+  t.equal(a.headers[CACHE_HEADER], 'miss');
+  t.equal(a.headers[RATELIMIT_LIMIT_HEADER], '60', 'policy position wins over anything upstream says');
+  t.equal(a.headers[RATELIMIT_REMAINING_HEADER], '41');
   const up = r.renderer.seen[0]!;
   t.equal(up.headers['authorization'], undefined, 'the key never goes upstream');
-  t.equal(up.headers['x-tintype-lease'], 'lease-1');
-  t.equal(up.headers['x-tintype-key'], 'key-1');
+  t.equal(up.headers[LEASE_HEADER], 'lease-1');
+  t.equal(up.headers[KEY_ID_HEADER], 'key-1');
   t.equal(up.headers['content-type'], 'application/json');
   t.equal(up.bodyLength, body.length);
 });
@@ -231,7 +232,7 @@ t.test('policy or renderer unreachable: 503 busy, never a hang', async (t) => {
   const noRenderer = await rig(t, { rendererUrl: dead });
   const b = await send({ port: noRenderer.port, path: '/v1/ping', headers: GOOD });
   t.equal(b.status, 503);
-  t.equal(b.headers['x-ratelimit-limit'], '60', 'the position is on this answer too');
+  t.equal(b.headers[RATELIMIT_LIMIT_HEADER], '60', 'the position is on this answer too');
 });
 
 t.test('/openapi.json needs no key; other paths are 404; metrics are not public', async (t) => {

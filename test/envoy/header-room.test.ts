@@ -17,6 +17,7 @@ import type { RenderPool } from '../../renderer/operations/index.ts';
 import { createRendererServer } from '../../renderer/server/index.ts';
 import { MAX_REQUEST_HEADER_BYTES } from '../../envoy/edge/contract.ts';
 import { TEST_LEASE_SECRET } from '../lib/leases.ts';
+import { EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
 
 /** Headers an edge adds to a routed request, at their longest plausible size. */
 const EDGE_ADDED: Record<string, string> = {
@@ -27,9 +28,9 @@ const EDGE_ADDED: Record<string, string> = {
   traceparent: '00-' + 'a'.repeat(32) + '-' + 'b'.repeat(16) + '-01',
   tracestate: 'x'.repeat(256),
   // A signed lease: lease id, key id, operation, expiry and a MAC, with room to spare.
-  'x-tintype-lease': 'l'.repeat(1024),
-  'x-tintype-key': 'key_' + 'k'.repeat(60),
-  'content-length': '4194304',
+  [LEASE_HEADER]: 'l'.repeat(1024),
+  [KEY_ID_HEADER]: 'key_' + 'k'.repeat(60),
+  'content-length': String(MAX_BODY_BYTES),
 };
 
 /**
@@ -76,7 +77,7 @@ t.test('policy takes a check that filled the edge limit, with what the edge adde
   t.teardown(() => server.stop());
   const port = server.address().port;
   t.equal(await get(port, '/healthz/live', { 'x-small': '1' }), 200, 'a small request');
-  t.equal(await get(port, '/healthz/live', forwarded('/authz/v1/ping')), 200, 'no 431 behind the edge');
+  t.equal(await get(port, '/healthz/live', forwarded(`${EXT_AUTHZ_PREFIX}/v1/ping`)), 200, 'no 431 behind the edge');
 });
 
 t.test('the renderer takes a routed request that filled the edge limit, with what the edge added', async (t) => {

@@ -4,6 +4,8 @@
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { KEY_ID_HEADER, LEASE_HEADER, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER } from '../../lib/policy-contract.ts';
+import { CACHE_HEADER } from '../../renderer/server/answer-headers.ts';
 
 export interface Seen {
   method: string;
@@ -43,17 +45,17 @@ export async function policyStub(): Promise<Stub> {
     req.on('end', () => {
       seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, bodyLength: n });
       const auth = req.headers['authorization'] ?? '';
-      const position = { 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '41' };
+      const position = { [RATELIMIT_LIMIT_HEADER]: '60', [RATELIMIT_REMAINING_HEADER]: '41' };
       if (auth.startsWith('Bearer sk_good') || auth.startsWith('Bearer sk_slow')) {
         const allow = (): void => {
-          res.writeHead(200, { ...position, 'x-tintype-lease': 'lease-1', 'x-tintype-key': 'key-1', 'x-policy-internal': 'no' });
+          res.writeHead(200, { ...position, [LEASE_HEADER]: 'lease-1', [KEY_ID_HEADER]: 'key-1', 'x-policy-internal': 'no' });
           res.end();
         };
         if (auth.startsWith('Bearer sk_slow')) setTimeout(allow, 300);
         else allow();
       } else if (auth.startsWith('Bearer sk_busy')) {
         const body = JSON.stringify({ error: 'rate_limited', limit: 60, windowSec: 60, retryAfterSec: 17 });
-        res.writeHead(429, { ...position, 'x-ratelimit-remaining': '0', 'retry-after': '17', 'content-type': 'application/json; charset=utf-8', 'x-policy-internal': 'no' });
+        res.writeHead(429, { ...position, [RATELIMIT_REMAINING_HEADER]: '0', 'retry-after': '17', 'content-type': 'application/json; charset=utf-8', 'x-policy-internal': 'no' });
         res.end(body);
       } else {
         res.writeHead(401, { 'content-type': 'application/json; charset=utf-8', 'www-authenticate': 'Bearer', 'x-policy-internal': 'no' });
@@ -90,7 +92,7 @@ export async function rendererStub(): Promise<RendererStub> {
         return;
       }
       if (path === '/v1/echo') {
-        res.writeHead(200, { 'content-type': 'image/png', 'x-cache': 'miss', 'cache-control': 'no-store', 'x-ratelimit-limit': 'forged' });
+        res.writeHead(200, { 'content-type': 'image/png', [CACHE_HEADER]: 'miss', 'cache-control': 'no-store', [RATELIMIT_LIMIT_HEADER]: 'forged' });
         const half = Math.floor(body.length / 2);
         res.write(body.subarray(0, half));
         setTimeout(() => res.end(body.subarray(half)), 10);

@@ -11,7 +11,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { refusedRequestName, renderAuthorization } from '../../lib/guard-contract.ts';
+import { GUARD_REASON_HEADER, refusedRequestName, renderAuthorization, renderStatsPath } from '../../lib/guard-contract.ts';
 import { closeServer, listenOn, startCanary, viaGuard } from './helpers.ts';
 import { spawnTintype, type TintypeProcess } from '../tintype.ts';
 
@@ -59,13 +59,13 @@ t.test('tintype guard listens on PORT and GUARD_SOCKET, reports on its admin por
 
   const overTcp = await viaGuard({ port: g.port }, `http://127.0.0.2:${canary.port}/`);
   t.equal(overTcp.status, 403);
-  t.equal(overTcp.headers['x-guard-reason'], 'private_address');
+  t.equal(overTcp.headers[GUARD_REASON_HEADER], 'private_address');
   // Both ports take IPv6 clients too (an IPv6-only or dual-stack cluster).
   t.equal((await get(g.adminPort, '/healthz/live', '::1')).status, 200, 'the admin port over IPv6');
   const overIpv6 = await viaGuard({ port: g.port, host: '::1' }, `http://127.0.0.2:${canary.port}/`);
-  t.equal(overIpv6.headers['x-guard-reason'], 'private_address', 'the proxy over IPv6');
+  t.equal(overIpv6.headers[GUARD_REASON_HEADER], 'private_address', 'the proxy over IPv6');
   const overSocket = await viaGuard({ socket }, 'http://localhost/');
-  t.equal(overSocket.headers['x-guard-reason'], 'bad_host', 'the socket listener judges the same way');
+  t.equal(overSocket.headers[GUARD_REASON_HEADER], 'bad_host', 'the socket listener judges the same way');
   const allowed = await viaGuard({ socket }, `http://127.0.0.5:${targetPort}/hi`);
   t.equal(allowed.status, 200);
   t.equal(allowed.body, 'target /hi');
@@ -73,8 +73,8 @@ t.test('tintype guard listens on PORT and GUARD_SOCKET, reports on its admin por
   // A render's refusals, read back over the socket the way the renderer reads them.
   const token = 'commandTestToken0123456';
   const named = await viaGuard({ socket }, `http://[::1]:${canary.port}/`, { headers: { 'proxy-authorization': renderAuthorization(token) } });
-  t.equal(named.headers['x-guard-reason'], 'private_address');
-  const tally = await viaGuard({ socket }, `/renders/${token}`);
+  t.equal(named.headers[GUARD_REASON_HEADER], 'private_address');
+  const tally = await viaGuard({ socket }, renderStatsPath(token));
   t.same(JSON.parse(tally.body), {
     blocked: 1,
     firstReason: 'private_address',

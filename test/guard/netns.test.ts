@@ -28,6 +28,7 @@ import {
   viaGuard,
   type Canary,
 } from './helpers.ts';
+import { GUARD_REASON_HEADER } from '../../lib/guard-contract.ts';
 
 const INSIDE = 'TINTYPE_GUARD_TEST_NETNS';
 
@@ -119,11 +120,11 @@ async function inside(): Promise<void> {
     ];
     for (const [scenario, url] of rows) {
       const a = await viaGuard({ port }, url);
-      t.equal(`${a.status} ${a.headers['x-guard-reason']}`, '403 private_address', scenario);
+      t.equal(`${a.status} ${a.headers[GUARD_REASON_HEADER]}`, '403 private_address', scenario);
     }
     for (const authority of ['169.254.169.254:80', `10.200.0.1:${privateUse.port}`, `[fd00:200::1]:${ula.port}`, 'metadata.test:80']) {
       const a = await connectVia(port, authority);
-      t.equal(`${a.status} ${a.headers['x-guard-reason']}`, '403 private_address', `CONNECT ${authority}`);
+      t.equal(`${a.status} ${a.headers[GUARD_REASON_HEADER]}`, '403 private_address', `CONNECT ${authority}`);
     }
     t.equal(leaks(), 0);
   });
@@ -151,7 +152,7 @@ async function inside(): Promise<void> {
     const p = slow.address().port!;
     const a = await viaGuard({ port: p }, 'http://10.99.0.1/');
     t.equal(a.status, 504);
-    t.equal(a.headers['x-guard-reason'], undefined);
+    t.equal(a.headers[GUARD_REASON_HEADER], undefined);
     const c = await connectVia(p, '10.99.0.1:443');
     t.equal(c.status, 504, 'a tunnel too');
     t.equal(slow.unnamedTally().blocked, 0, 'neither is counted as a refusal');

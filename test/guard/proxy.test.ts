@@ -11,7 +11,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import t from 'tap';
-import { refusedRequestName, renderAuthorization } from '../../lib/guard-contract.ts';
+import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER, refusedRequestName, renderAuthorization, renderStatsPath } from '../../lib/guard-contract.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { createGuard, type Guard } from '../../guard/index.ts';
@@ -135,7 +135,7 @@ t.teardown(async () => {
 
 const at = (host: string, path = '/'): string => `http://${host}:${targetPort}${path}`;
 const reasonOf = (a: { status: number; headers: http.IncomingHttpHeaders }): string =>
-  a.status === 403 ? String(a.headers['x-guard-reason']) : `status ${a.status}`;
+  a.status === 403 ? String(a.headers[GUARD_REASON_HEADER]) : `status ${a.status}`;
 
 t.test('absolute-form http reaches the address it was judged at, hop-by-hop headers stripped', async (t) => {
   const before = seen.length;
@@ -169,13 +169,13 @@ t.test("a target's own x-guard-reason and x-guard-failure never pass through: on
   t.equal(answer.status, 403, "the target's status passes");
   t.equal(answer.body, 'not the guard', "the target's body passes");
   t.equal(answer.headers['x-target'], 'yes', "the target's other headers pass");
-  t.equal(answer.headers['x-guard-reason'], undefined, 'no x-guard-reason, in any spelling');
-  t.equal(answer.headers['x-guard-failure'], undefined, 'no x-guard-failure, in any spelling');
+  t.equal(answer.headers[GUARD_REASON_HEADER], undefined, 'no x-guard-reason, in any spelling');
+  t.equal(answer.headers[GUARD_FAILURE_HEADER], undefined, 'no x-guard-failure, in any spelling');
   t.same(guard.takeTally(token), { blocked: 0, firstReason: null, refused: [] }, 'and nothing was counted');
   const raw = await rawExchange(port, `GET ${at('public.test', '/own-reason')} HTTP/1.1\r\nHost: public.test\r\nConnection: close\r\n\r\n`);
   t.match(raw, /^HTTP\/1\.1 403 /, 'the raw answer is the target one');
-  t.notMatch(raw, /x-guard-reason/i, 'the raw answer holds no x-guard-reason line');
-  t.notMatch(raw, /x-guard-failure/i, 'the raw answer holds no x-guard-failure line');
+  t.notMatch(raw, new RegExp(GUARD_REASON_HEADER, 'i'), 'the raw answer holds no x-guard-reason line');
+  t.notMatch(raw, new RegExp(GUARD_FAILURE_HEADER, 'i'), 'the raw answer holds no x-guard-failure line');
 });
 
 t.test('CONNECT tunnels to the judged address; refused tunnels answer 403 with a reason', async (t) => {
@@ -220,9 +220,9 @@ t.test('absolute-form WebSocket upgrades are judged, then tunnelled in origin-fo
   t.equal(got?.headers.upgrade, 'websocket');
   t.equal(got?.headers['proxy-authorization'], undefined);
   const refused = await rawExchange(port, upgrade(`http://${CANARY_HOST}:${canary.port}/socket`));
-  t.match(refused, /^HTTP\/1\.1 403 [^]*\r\nx-guard-reason: private_address\r\n/);
+  t.match(refused, new RegExp(`^HTTP/1\\.1 403 [^]*\r\n${GUARD_REASON_HEADER}: private_address\r\n`));
   const tls = await rawExchange(port, upgrade('https://public.test/socket'));
-  t.match(tls, /^HTTP\/1\.1 403 [^]*\r\nx-guard-reason: bad_scheme\r\n/, 'only http upgrades; wss goes by CONNECT');
+  t.match(tls, new RegExp(`^HTTP/1\\.1 403 [^]*\r\n${GUARD_REASON_HEADER}: bad_scheme\r\n`), 'only http upgrades; wss goes by CONNECT');
 });
 
 t.test('resolver answers, end to end with the loopback DNS server', async (t) => {
@@ -318,7 +318,7 @@ t.test("targets Node's parser rejects still get the guard's 403 with a reason", 
   for (const [scenario, line, want] of rows) {
     const out = await rawExchange(port, `${line}\r\nHost: x\r\n\r\n`);
     t.match(out, /^HTTP\/1\.1 403 /, `${scenario}: 403, not a bare 400`);
-    t.match(out, new RegExp(`\r\nx-guard-reason: ${want}\r\n`, 'i'), `${scenario}: ${want}`);
+    t.match(out, new RegExp(`\r\n${GUARD_REASON_HEADER}: ${want}\r\n`, 'i'), `${scenario}: ${want}`);
   }
 });
 
@@ -326,7 +326,7 @@ t.test('a malformed request pipelined behind one still being answered gets its 4
   const first = `GET ${at('public.test', '/before')} HTTP/1.1\r\nHost: public.test\r\n\r\n`;
   const out = await rawExchange(port, `${first}GET javascript:alert(1) HTTP/1.1\r\nHost: x\r\n\r\n`);
   t.match(out, /^HTTP\/1\.1 200 OK[^]*target saw GET \/before/, 'the first answer is whole');
-  t.match(out, /target saw GET \/beforeHTTP\/1\.1 403 Forbidden\r\n[^]*x-guard-reason: bad_scheme\r\n/, 'the refusal follows it');
+  t.match(out, new RegExp(`target saw GET /beforeHTTP/1\\.1 403 Forbidden\r\n[^]*${GUARD_REASON_HEADER}: bad_scheme\r\n`), 'the refusal follows it');
 });
 
 t.test('reason precedence: the first of bad_scheme, credentials_in_url, bad_host, dns_failure, private_address, denied_host', async (t) => {
@@ -360,15 +360,15 @@ t.test('refusals are counted per render, named by Proxy-Authorization', async (t
   t.equal(reasonOf(await connectVia(port, `[::1]:${canary6.port}`, as(tokenA).headers)), 'private_address');
   t.equal(reasonOf(await viaGuard(g, at('nx.test'), as(tokenB))), 'dns_failure');
   const raw = await rawExchange(port, `GET javascript:void(0) HTTP/1.1\r\nProxy-Authorization: ${renderAuthorization(tokenB)}\r\n\r\n`);
-  t.match(raw, /x-guard-reason: bad_scheme/);
+  t.match(raw, `${GUARD_REASON_HEADER}: bad_scheme`);
   t.equal(reasonOf(await viaGuard(g, at('several.test'))), 'private_address', 'unnamed');
   t.equal(reasonOf(await viaGuard(g, at('several.test'), { headers: { 'proxy-authorization': 'Basic bm90LWEtcmVuZGVy' } })), 'private_address', 'a value naming no render is unnamed');
 
   // A page cannot reach the tally path: its requests are absolute-form and judged as targets.
-  const peek = await viaGuard(g, `http://127.0.0.1:${port}/renders/${tokenA}`, as(tokenB));
+  const peek = await viaGuard(g, `http://127.0.0.1:${port}${renderStatsPath(tokenA)}`, as(tokenB));
   t.equal(reasonOf(peek), 'private_address');
 
-  const fetchTally = (token: string) => viaGuard(g, `/renders/${token}`).then((a) => ({ status: a.status, tally: JSON.parse(a.body) }));
+  const fetchTally = (token: string) => viaGuard(g, renderStatsPath(token)).then((a) => ({ status: a.status, tally: JSON.parse(a.body) }));
   // The record names each refused request (by a digest, never its URL), as the renderer names its document.
   const named = (method: string, target: string, reason: string) => ({ request: refusedRequestName(method, target), reason });
   const a = await fetchTally(tokenA);
@@ -396,7 +396,7 @@ t.test('refusals are counted per render, named by Proxy-Authorization', async (t
         refused: [
           named('GET', at('nx.test'), 'dns_failure'),
           named('GET', 'javascript:void(0)', 'bad_scheme'),
-          named('GET', `http://127.0.0.1:${port}/renders/${tokenA}`, 'private_address'),
+          named('GET', `http://127.0.0.1:${port}${renderStatsPath(tokenA)}`, 'private_address'),
         ],
       },
     },
@@ -443,20 +443,20 @@ t.test('the tunnel bound and the idle timeout are settings; failing targets are 
   t.teardown(() => closeServer(silent));
   const hung = await viaGuard({ port: p }, `http://${TARGET_HOST}:${silentPort}/`);
   t.equal(hung.status, 504, 'an upstream that never answers is a 504');
-  t.equal(hung.headers['x-guard-reason'], undefined, 'not a refusal');
-  t.equal(hung.headers['x-guard-failure'], 'idle_timeout', "marked as the guard's own answer");
+  t.equal(hung.headers[GUARD_REASON_HEADER], undefined, 'not a refusal');
+  t.equal(hung.headers[GUARD_FAILURE_HEADER], 'idle_timeout', "marked as the guard's own answer");
   // An allowed address where nothing listens: a port that was bound and is closed again.
   const gone = net.createServer();
   const closedPort = await listenOn(gone, TARGET_HOST);
   await closeServer(gone);
   const refusedConn = await viaGuard({ port: p }, `http://${TARGET_HOST}:${closedPort}/`);
   t.equal(refusedConn.status, 502, 'an upstream that refuses the connection is a 502');
-  t.equal(refusedConn.headers['x-guard-failure'], 'connect_refused', "marked as the guard's own answer");
-  t.equal(refusedConn.headers['x-guard-reason'], undefined, 'not a refusal');
+  t.equal(refusedConn.headers[GUARD_FAILURE_HEADER], 'connect_refused', "marked as the guard's own answer");
+  t.equal(refusedConn.headers[GUARD_REASON_HEADER], undefined, 'not a refusal');
   // A target that takes the request and resets the connection.
   const reset = await viaGuard({ port: p }, `http://${TARGET_HOST}:${targetPort}/reset`);
   t.equal(reset.status, 502, 'an upstream that resets is a 502');
-  t.equal(reset.headers['x-guard-failure'], 'reset', "marked as the guard's own answer");
+  t.equal(reset.headers[GUARD_FAILURE_HEADER], 'reset', "marked as the guard's own answer");
 });
 
 t.test('a target that never completes the connect is a 504 marked connect_timeout', async (t) => {
@@ -479,7 +479,7 @@ t.test('a target that never completes the connect is a 504 marked connect_timeou
   t.teardown(() => slow.stop());
   const answer = await viaGuard({ port: slow.address().port! }, `http://${TARGET_HOST}:${targetPort}/`);
   t.equal(answer.status, 504, 'a connect that never completes is a 504');
-  t.equal(answer.headers['x-guard-failure'], 'connect_timeout', "marked as the guard's own answer");
+  t.equal(answer.headers[GUARD_FAILURE_HEADER], 'connect_timeout', "marked as the guard's own answer");
   t.equal(stuck.length, 1, 'the dialer was asked once');
   t.ok(stuck[0]!.destroyed, 'the stuck socket was destroyed');
 });

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { ConfigError, loadConfig, requireLeaseSecrets } from '../../lib/config.ts';
+import { MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
 
 t.test('defaults follow README "Settings"', async (t) => {
   const c = loadConfig({});
@@ -44,11 +45,11 @@ t.test('lease secrets and the edge bounds', async (t) => {
   const a = 'a'.repeat(32);
   const b = 'b'.repeat(40);
   t.same(loadConfig({ TINTYPE_LEASE_SECRET: `${a}, ${b}` }).leaseSecrets, [a, b], 'comma-separated, the first signs');
-  t.equal(loadConfig({ TINTYPE_EDGE_MAX_BUFFERED_BYTES: '4194304' }).edgeMaxBufferedBytes, 4_194_304, 'one whole body at least');
+  t.equal(loadConfig({ TINTYPE_EDGE_MAX_BUFFERED_BYTES: String(MAX_BODY_BYTES) }).edgeMaxBufferedBytes, MAX_BODY_BYTES, 'one whole body at least');
   t.equal(loadConfig({ TINTYPE_EDGE_MAX_CONNECTIONS: '1' }).edgeMaxConnections, 1);
   const rows: Array<[string, Record<string, string>, RegExp]> = [
     ['a secret of 31 characters', { TINTYPE_LEASE_SECRET: `${a},${'c'.repeat(31)}` }, /TINTYPE_LEASE_SECRET must be comma-separated secrets of at least 32 characters/],
-    ['buffered bytes under one body', { TINTYPE_EDGE_MAX_BUFFERED_BYTES: '4194303' }, /TINTYPE_EDGE_MAX_BUFFERED_BYTES/],
+    ['buffered bytes under one body', { TINTYPE_EDGE_MAX_BUFFERED_BYTES: String(MAX_BODY_BYTES - 1) }, /TINTYPE_EDGE_MAX_BUFFERED_BYTES/],
     ['buffered bytes not a number', { TINTYPE_EDGE_MAX_BUFFERED_BYTES: '64MiB' }, /TINTYPE_EDGE_MAX_BUFFERED_BYTES/],
     ['no connections', { TINTYPE_EDGE_MAX_CONNECTIONS: '0' }, /TINTYPE_EDGE_MAX_CONNECTIONS/],
   ];

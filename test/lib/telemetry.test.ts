@@ -10,6 +10,7 @@ import { createEdge } from '../../envoy/edge/edge.ts';
 import { policyStub, rendererStub } from '../envoy/stubs.ts';
 import { send } from '../envoy/client.ts';
 import { startOtlpReceiver } from '../e2e/otlp-receiver.ts';
+import { SETTLE_PATH } from '../../lib/policy-contract.ts';
 
 const quiet = { debug() {}, info() {}, warn() {}, error() {}, child() { return quiet; } };
 
@@ -73,7 +74,7 @@ t.test('on with an endpoint: edge ▸ policy ▸ renderer in one trace, exported
   const seenBy = await new Promise<string | null>((resolve, reject) => {
     trace.getTracer('tintype').startActiveSpan('settle-caller', async (span) => {
       try {
-        const res = await propagatingFetch()(policy.url + '/settle', { method: 'POST', body: '{}' });
+        const res = await propagatingFetch()(policy.url + SETTLE_PATH, { method: 'POST', body: '{}' });
         await res.arrayBuffer();
         resolve(String(policy.seen.at(-1)!.headers['traceparent']));
       } catch (err) {

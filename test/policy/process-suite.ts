@@ -16,6 +16,7 @@ import { type Reply, pooledClient, request } from './http.ts';
 import { type PolicyProcess, runTintype, startPolicyProcess } from './process.ts';
 import { type StoreKind, storeHome } from './stores.ts';
 import { leaseIdOf } from '../lib/leases.ts';
+import { EXT_AUTHZ_PREFIX, LEASE_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
 
 const PLANS_DOC = {
   plans: {
@@ -42,11 +43,11 @@ const OUTCOMES: ReadonlyArray<Expected> = [
   [{ status: 503, error: 'busy' }, undefined],
 ];
 const OPERATIONS: ReadonlyArray<[string, string]> = [
-  ['GET', '/authz/v1/ping'],
-  ['POST', '/authz/v1/screenshot'],
-  ['POST', '/authz/v1/pdf'],
-  ['GET', '/authz/v1/og?template=title&title=crash'],
-  ['POST', '/authz/v1/html-to-image'],
+  ['GET', `${EXT_AUTHZ_PREFIX}/v1/ping`],
+  ['POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot`],
+  ['POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`],
+  ['GET', `${EXT_AUTHZ_PREFIX}/v1/og?template=title&title=crash`],
+  ['POST', `${EXT_AUTHZ_PREFIX}/v1/html-to-image`],
 ];
 const WORKERS = 8;
 const KILL_AFTER_ACKS = 300;
@@ -133,7 +134,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
           unexpected.push(`check ${check.status} ${check.body}`);
           return;
         }
-        const lease = String(check.headers['x-tintype-lease']);
+        const lease = String(check.headers[LEASE_HEADER]);
         granted.add(lease);
         const k = n++;
         if (k % 10 === 9) {
@@ -142,7 +143,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
         }
         const outcome = OUTCOMES[k % OUTCOMES.length]!;
         try {
-          const r = await client.request('POST', '/settle', { 'content-type': 'application/json' }, JSON.stringify({ lease, ...outcome[0] }));
+          const r = await client.request('POST', SETTLE_PATH, { 'content-type': 'application/json' }, JSON.stringify({ lease, ...outcome[0] }));
           if (r.status === 204) acked.set(lease, outcome);
           else unexpected.push(`settle ${r.status} ${r.body}`);
         } catch (err) {
@@ -166,7 +167,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const second = await s.start();
     const retried = new Map<string, { outcome: Expected; answeredAt: number }>();
     for (const [lease, outcome] of cutOff) {
-      const r = await request(second.port, 'POST', '/settle', {}, JSON.stringify({ lease, ...outcome[0] }));
+      const r = await request(second.port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease, ...outcome[0] }));
       // A check the dead process granted is a lease in the store: never unknown (404) after restart.
       t.equal(r.status, 204, 'a retried settle is acknowledged after the restart');
       retried.set(lease, { outcome, answeredAt: Date.now() });
@@ -176,10 +177,10 @@ export function processSuite(t: Test, kind: StoreKind): void {
       const [method, p] = OPERATIONS[i % OPERATIONS.length]!;
       const c = await after.request(method, p, auth);
       t.equal(c.status, 200, 'the restarted process grants');
-      const lease = String(c.headers['x-tintype-lease']);
+      const lease = String(c.headers[LEASE_HEADER]);
       granted.add(lease);
       const outcome = OUTCOMES[i % OUTCOMES.length]!;
-      const r = await after.request('POST', '/settle', {}, JSON.stringify({ lease, ...outcome[0] }));
+      const r = await after.request('POST', SETTLE_PATH, {}, JSON.stringify({ lease, ...outcome[0] }));
       t.equal(r.status, 204);
       acked.set(lease, outcome);
     }
@@ -228,7 +229,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     // A repeated settle of an acknowledged 400 or 503 is still idempotent after the restart.
     const again = [...acked].filter(([, [, metered]]) => metered === undefined).slice(0, 5);
     for (const [lease, [outcome]] of again) {
-      const r = await request(second.port, 'POST', '/settle', {}, JSON.stringify({ lease, ...outcome }));
+      const r = await request(second.port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease, ...outcome }));
       t.equal(r.status, 204, `a repeated settle of an acknowledged ${outcome.status} answers 204`);
     }
     t.equal((await store.usage(key.id)).length, ledger.length, 'and writes nothing');
@@ -259,22 +260,22 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const refusedWith = (rs: Reply[]) => [...new Set(rs.filter((r) => r.status !== 200).map((r) => `${r.status} ${JSON.parse(r.body).error}`))];
 
     const places = await createKey(store, PLANS, { plan: 'few' }); // 3 renders at once, 5 a month
-    const renders = await burst(places.secret, 'POST', '/authz/v1/screenshot', 60);
+    const renders = await burst(places.secret, 'POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot`, 60);
     t.equal(granted(renders).length, 3, '60 renders at once through two processes: exactly 3 granted');
     t.same(refusedWith(renders), ['429 concurrent_limit']);
     t.equal(await store.inFlight(places.id), 3);
     for (const [i, r] of granted(renders).entries()) {
-      const settled = await clients[i % 2]!.request('POST', '/settle', {}, JSON.stringify({ lease: r.headers['x-tintype-lease'], status: 200, cache: 'miss' }));
+      const settled = await clients[i % 2]!.request('POST', SETTLE_PATH, {}, JSON.stringify({ lease: r.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
       t.equal(settled.status, 204);
     }
-    const rest = await burst(places.secret, 'POST', '/authz/v1/pdf', 60);
+    const rest = await burst(places.secret, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, 60);
     t.equal(granted(rest).length, 2, 'with 3 of 5 spent, 60 more at once: exactly the 2 left');
     t.same(refusedWith(rest), ['429 quota_exceeded'], 'the rest find the month spent (places were never short)');
     const month = (await store.usage(places.id))[0]!.month;
     t.equal(await store.monthUsed(places.id, month), 5, 'the month holds 3 metered and 2 reserved');
 
     const quota = await createKey(store, PLANS, { plan: 'few' });
-    const pings = await burst(quota.secret, 'GET', '/authz/v1/ping', 100);
+    const pings = await burst(quota.secret, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, 100);
     t.equal(granted(pings).length, 5, '100 calls at once, 5 a month: exactly 5 granted');
     t.same(refusedWith(pings), ['429 quota_exceeded']);
   });
@@ -285,21 +286,21 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const store = s.store();
     const k = await createKey(store, PLANS, { plan: 'one' }); // one render at a time
     const auth = { authorization: `Bearer ${k.secret}` };
-    const held = await request(proc.port, 'POST', '/authz/v1/screenshot', auth);
+    const held = await request(proc.port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot`, auth);
     t.equal(held.status, 200);
-    const refused = await request(proc.port, 'POST', '/authz/v1/pdf', auth);
+    const refused = await request(proc.port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, auth);
     t.equal(refused.status, 429);
     t.same(JSON.parse(refused.body), { error: 'concurrent_limit', limit: 1 });
     t.ok(await until(async () => (await store.openLeases(k.id)) === 0, 30_000), 'the lease expired');
     t.equal(await store.inFlight(k.id), 0, 'its place is free');
     const month = (await store.usage(k.id))[0]?.month ?? '';
     t.equal(await store.monthUsed(k.id, month), 0, 'its reservation is returned');
-    t.match(await store.usage(k.id), [{ leaseId: leaseIdOf(String(held.headers['x-tintype-lease'])), outcome: 'unsettled', metered: false, status: null }]);
-    const late = await request(proc.port, 'POST', '/settle', {}, JSON.stringify({ lease: held.headers['x-tintype-lease'], status: 200, cache: 'miss' }));
+    t.match(await store.usage(k.id), [{ leaseId: leaseIdOf(String(held.headers[LEASE_HEADER])), outcome: 'unsettled', metered: false, status: null }]);
+    const late = await request(proc.port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: held.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
     t.equal(late.status, 204, 'a late settle is acknowledged (idempotent)');
     t.equal((await store.usage(k.id)).length, 1, 'and changes nothing');
     t.equal(await store.monthUsed(k.id, month), 0);
-    t.equal((await request(proc.port, 'POST', '/authz/v1/pdf', auth)).status, 200, 'the freed place is granted again');
+    t.equal((await request(proc.port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, auth)).status, 200, 'the freed place is granted again');
     const metrics = await request(proc.port, 'GET', '/metrics');
     t.match(metrics.body, /tintype_policy_lease_expiries_total 1\b/);
   });
@@ -309,7 +310,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const live = await keysCreate(t, s.env, 'one');
     const doomed = await keysCreate(t, s.env, 'one');
     const proc = await s.start();
-    const ok = await request(proc.port, 'GET', '/authz/v1/ping', { authorization: `Bearer ${doomed.secret}` });
+    const ok = await request(proc.port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer ${doomed.secret}` });
     t.equal(ok.status, 200, 'the key works before revocation', { output: proc.output() });
 
     const revoke = await runTintype(['keys', 'revoke', doomed.id], s.env);
@@ -324,18 +325,18 @@ export function processSuite(t: Test, kind: StoreKind): void {
 
     const secret = live.secret;
     const cases: Array<[string, string, string, Record<string, string>]> = [
-      ['missing', 'GET', '/authz/v1/ping', {}],
-      ['malformed: not bearer', 'GET', '/authz/v1/ping', { authorization: `Basic ${Buffer.from(`u:${secret}`).toString('base64')}` }],
-      ['malformed: trailing byte', 'GET', '/authz/v1/ping', { authorization: `Bearer ${secret}!` }],
-      ['malformed: no prefix', 'GET', '/authz/v1/ping', { authorization: `Bearer ${secret.slice(3)}` }],
-      ['malformed: token', 'POST', '/authz/v1/pdf', { authorization: secret }],
-      ['unknown', 'GET', '/authz/v1/ping', { authorization: `Bearer sk_${'Z'.repeat(43)}` }],
-      ['revoked, the next request', 'GET', '/authz/v1/ping', { authorization: `Bearer ${doomed.secret}` }],
-      ['revoked render', 'POST', '/authz/v1/screenshot', { authorization: `Bearer ${doomed.secret}` }],
-      ['query api_key', 'GET', `/authz/v1/og?template=title&title=a&api_key=${secret}`, {}],
-      ['query key', 'GET', `/authz/v1/ping?key=${secret}`, {}],
-      ['query authorization', 'GET', `/authz/v1/ping?authorization=Bearer%20${secret}`, {}],
-      ['query access_token', 'POST', `/authz/v1/screenshot?access_token=${secret}`, {}],
+      ['missing', 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, {}],
+      ['malformed: not bearer', 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Basic ${Buffer.from(`u:${secret}`).toString('base64')}` }],
+      ['malformed: trailing byte', 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer ${secret}!` }],
+      ['malformed: no prefix', 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer ${secret.slice(3)}` }],
+      ['malformed: token', 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: secret }],
+      ['unknown', 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer sk_${'Z'.repeat(43)}` }],
+      ['revoked, the next request', 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer ${doomed.secret}` }],
+      ['revoked render', 'POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot`, { authorization: `Bearer ${doomed.secret}` }],
+      ['query api_key', 'GET', `${EXT_AUTHZ_PREFIX}/v1/og?template=title&title=a&api_key=${secret}`, {}],
+      ['query key', 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping?key=${secret}`, {}],
+      ['query authorization', 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping?authorization=Bearer%20${secret}`, {}],
+      ['query access_token', 'POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot?access_token=${secret}`, {}],
     ];
     const replies: Reply[] = [];
     for (const [name, method, p, headers] of cases) {
@@ -350,7 +351,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
       t.same(r.stableHeaders, want.stableHeaders, `${cases[i]![0]}: the same header lines`);
       t.equal(r.body, want.body, `${cases[i]![0]}: the same body bytes`);
     });
-    t.equal((await request(proc.port, 'GET', '/authz/v1/ping', { authorization: `Bearer ${secret}` })).status, 200, 'the live key still works', { output: proc.output() });
+    t.equal((await request(proc.port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer ${secret}` })).status, 200, 'the live key still works', { output: proc.output() });
 
     await proc.kill('SIGTERM');
     t.match(proc.output(), /"event":"stopped"/, 'SIGTERM stops it cleanly');

@@ -12,6 +12,7 @@ import { type StoreKind, fakeClock, storeHome } from './stores.ts';
 import { type Reply, pooledClient, request } from './http.ts';
 import { leaseKeys } from '../../lib/lease.ts';
 import { leaseIdOf, signedLease, testLeaseKeys } from '../lib/leases.ts';
+import { EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
 
 const PLANS = {
   ...BUILT_IN_PLANS,
@@ -42,18 +43,18 @@ export function serverSuite(t: Test, kind: StoreKind): void {
   t.test('allow: 200 with lease, key id and rate position; no secret anywhere', async (t) => {
     const { port, key, lines } = await serve(t, kind);
     const k = await key('starter');
-    const r = await request(port, 'GET', '/authz/v1/ping', { authorization: `Bearer ${k.secret}`, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+    const r = await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer ${k.secret}`, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
     t.equal(r.status, 200);
-    t.match(testLeaseKeys.verify(String(r.headers['x-tintype-lease'])), { operation: 'ping' }, 'the lease is signed with TINTYPE_LEASE_SECRET');
-    t.equal(r.headers['x-tintype-key'], k.id);
-    t.equal(r.headers['x-ratelimit-limit'], '120');
-    t.equal(r.headers['x-ratelimit-remaining'], '119');
+    t.match(testLeaseKeys.verify(String(r.headers[LEASE_HEADER])), { operation: 'ping' }, 'the lease is signed with TINTYPE_LEASE_SECRET');
+    t.equal(r.headers[KEY_ID_HEADER], k.id);
+    t.equal(r.headers[RATELIMIT_LIMIT_HEADER], '120');
+    t.equal(r.headers[RATELIMIT_REMAINING_HEADER], '119');
     t.equal(r.body, '');
-    for (const op of [['POST', '/authz/v1/screenshot'], ['POST', '/authz/v1/html-to-image'], ['POST', '/authz/v1/pdf'], ['GET', '/authz/v1/og?template=title&title=Hi']]) {
+    for (const op of [['POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot`], ['POST', `${EXT_AUTHZ_PREFIX}/v1/html-to-image`], ['POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`], ['GET', `${EXT_AUTHZ_PREFIX}/v1/og?template=title&title=Hi`]]) {
       const a = await request(port, op[0]!, op[1]!, { authorization: `Bearer ${k.secret}` }, op[0] === 'POST' ? '' : undefined);
       t.equal(a.status, 200, op.join(' '));
-      const s = await request(port, 'POST', '/settle', { 'content-type': 'application/json' },
-        JSON.stringify({ lease: a.headers['x-tintype-lease'], status: 200, cache: 'miss' }));
+      const s = await request(port, 'POST', SETTLE_PATH, { 'content-type': 'application/json' },
+        JSON.stringify({ lease: a.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
       t.equal(s.status, 204);
     }
     t.ok(lines.length > 0, 'the server logged');
@@ -64,19 +65,19 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const { port, key } = await serve(t, kind);
     const k = await key('starter');
     const rows: Array<[string, string, number, string]> = [
-      ['GET', '/authz/v1/nothing', 404, 'not_found'],
-      ['GET', '/authz/', 404, 'not_found'],
-      ['GET', '/authz/v2/ping', 404, 'not_found'],
-      ['GET', '/authz/v1/ping/', 404, 'not_found'],
-      ['POST', '/authz/v1/ping', 405, 'method_not_allowed'],
-      ['GET', '/authz/v1/screenshot', 405, 'method_not_allowed'],
+      ['GET', `${EXT_AUTHZ_PREFIX}/v1/nothing`, 404, 'not_found'],
+      ['GET', `${EXT_AUTHZ_PREFIX}/`, 404, 'not_found'],
+      ['GET', `${EXT_AUTHZ_PREFIX}/v2/ping`, 404, 'not_found'],
+      ['GET', `${EXT_AUTHZ_PREFIX}/v1/ping/`, 404, 'not_found'],
+      ['POST', `${EXT_AUTHZ_PREFIX}/v1/ping`, 405, 'method_not_allowed'],
+      ['GET', `${EXT_AUTHZ_PREFIX}/v1/screenshot`, 405, 'method_not_allowed'],
       ['GET', '/v1/ping', 404, 'not_found'],
     ];
     for (const [method, path, status, error] of rows) {
       const r = await request(port, method, path, { authorization: `Bearer ${k.secret}` });
       t.equal(r.status, status, `${method} ${path}`);
       t.same(JSON.parse(r.body), { error }, `${method} ${path}`);
-      t.equal(r.headers['x-tintype-lease'], undefined);
+      t.equal(r.headers[LEASE_HEADER], undefined);
     }
   });
 
@@ -86,12 +87,12 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const revoked = await key('pro');
     await store.revokeKey(revoked.id, Date.now());
     const cases: Array<[string, string, Record<string, string>]> = [
-      ['missing', '/authz/v1/ping', {}],
-      ['malformed', '/authz/v1/ping', { authorization: `Bearer ${k.secret}!` }],
-      ['unknown', '/authz/v1/ping', { authorization: `Bearer sk_${'x'.repeat(43)}` }],
-      ['revoked', '/authz/v1/ping', { authorization: `Bearer ${revoked.secret}` }],
-      ['query string key', `/authz/v1/og?template=title&title=a&api_key=${k.secret}`, {}],
-      ['query string bearer', `/authz/v1/ping?authorization=Bearer%20${k.secret}`, {}],
+      ['missing', `${EXT_AUTHZ_PREFIX}/v1/ping`, {}],
+      ['malformed', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer ${k.secret}!` }],
+      ['unknown', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer sk_${'x'.repeat(43)}` }],
+      ['revoked', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer ${revoked.secret}` }],
+      ['query string key', `${EXT_AUTHZ_PREFIX}/v1/og?template=title&title=a&api_key=${k.secret}`, {}],
+      ['query string bearer', `${EXT_AUTHZ_PREFIX}/v1/ping?authorization=Bearer%20${k.secret}`, {}],
     ];
     const replies = [];
     for (const [name, path, headers] of cases) {
@@ -113,28 +114,28 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const { port, key, clock } = await serve(t, kind);
     const k = await key('tiny'); // 2 a month, 3 a minute, 1 render
     const auth = { authorization: `Bearer ${k.secret}` };
-    const first = await request(port, 'GET', '/authz/v1/og?template=title&title=a', auth);
+    const first = await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/og?template=title&title=a`, auth);
     t.equal(first.status, 200);
-    const busy = await request(port, 'POST', '/authz/v1/pdf', auth);
+    const busy = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, auth);
     t.equal(busy.status, 429);
     t.same(JSON.parse(busy.body), { error: 'concurrent_limit', limit: 1 });
-    t.equal(busy.headers['x-ratelimit-remaining'], '1');
-    const ping = await request(port, 'GET', '/authz/v1/ping', auth);
+    t.equal(busy.headers[RATELIMIT_REMAINING_HEADER], '1');
+    const ping = await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, auth);
     t.equal(ping.status, 200);
     clock.set('2026-08-31T23:59:45.250Z');
-    const limited = await request(port, 'GET', '/authz/v1/ping', auth);
+    const limited = await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, auth);
     t.equal(limited.status, 429);
     t.same(JSON.parse(limited.body), { error: 'rate_limited', limit: 3, windowSec: 60, retryAfterSec: 15 });
     t.equal(limited.headers['retry-after'], '15');
-    t.equal(limited.headers['x-ratelimit-limit'], '3');
-    t.equal(limited.headers['x-ratelimit-remaining'], '0');
+    t.equal(limited.headers[RATELIMIT_LIMIT_HEADER], '3');
+    t.equal(limited.headers[RATELIMIT_REMAINING_HEADER], '0');
     clock.set('2026-08-31T23:59:59Z');
-    t.equal((await request(port, 'GET', '/authz/v1/ping', auth)).status, 429, 'same window, still limited');
+    t.equal((await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, auth)).status, 429, 'same window, still limited');
     clock.set('2026-09-01T00:00:00Z');
-    const settled = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: first.headers['x-tintype-lease'], status: 200, cache: 'hit' }));
+    const settled = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: first.headers[LEASE_HEADER], status: 200, cache: 'hit' }));
     t.equal(settled.status, 204);
     clock.set('2026-09-01T00:00:30Z');
-    const fresh = await request(port, 'GET', '/authz/v1/ping', auth);
+    const fresh = await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, auth);
     t.equal(fresh.status, 200, 'a new month and window');
   });
 
@@ -142,49 +143,49 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const { port, key, clock } = await serve(t, kind);
     const k = await key('tiny');
     const auth = { authorization: `Bearer ${k.secret}` };
-    for (let i = 0; i < 2; i++) t.equal((await request(port, 'GET', '/authz/v1/ping', auth)).status, 200);
+    for (let i = 0; i < 2; i++) t.equal((await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, auth)).status, 200);
     clock.set('2026-08-31T23:59:59Z');
-    const r = await request(port, 'GET', '/authz/v1/ping', auth);
+    const r = await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, auth);
     t.equal(r.status, 429);
     t.same(JSON.parse(r.body), { error: 'quota_exceeded', limit: 2, month: '2026-08', resetsAt: '2026-09-01T00:00:00.000Z' });
     t.equal(r.headers['retry-after'], undefined, 'retry-after belongs to rate_limited and busy only');
-    t.equal(r.headers['x-ratelimit-remaining'], '0');
+    t.equal(r.headers[RATELIMIT_REMAINING_HEADER], '0');
   });
 
   t.test('settle over HTTP: 204, idempotent, unknown 404, malformed 400, GET 405', async (t) => {
     const { port, key, store } = await serve(t, kind);
     const k = await key('pro');
-    const a = await request(port, 'POST', '/authz/v1/screenshot', { authorization: `Bearer ${k.secret}` });
-    const lease = a.headers['x-tintype-lease'];
+    const a = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot`, { authorization: `Bearer ${k.secret}` });
+    const lease = a.headers[LEASE_HEADER];
     const body = JSON.stringify({ lease, status: 504, error: 'render_timeout' });
-    t.equal((await request(port, 'POST', '/settle', { 'content-type': 'application/json' }, body)).status, 204);
-    t.equal((await request(port, 'POST', '/settle', { 'content-type': 'application/json' }, body)).status, 204, 'again: 204');
+    t.equal((await request(port, 'POST', SETTLE_PATH, { 'content-type': 'application/json' }, body)).status, 204);
+    t.equal((await request(port, 'POST', SETTLE_PATH, { 'content-type': 'application/json' }, body)).status, 204, 'again: 204');
     t.match(await store.usage(k.id), [{ status: 504, error: 'render_timeout', metered: true, operation: 'screenshot' }]);
     t.equal((await store.usage(k.id)).length, 1);
     // A 400 (as a 503) closes its lease with no usage record, and a repeat is still 204 (docs/architecture.md §6).
-    const refused = await request(port, 'POST', '/authz/v1/pdf', { authorization: `Bearer ${k.secret}` });
-    const refusedBody = JSON.stringify({ lease: refused.headers['x-tintype-lease'], status: 400 });
-    t.equal((await request(port, 'POST', '/settle', {}, refusedBody)).status, 204, 'a 400 settles: 204');
-    t.equal((await request(port, 'POST', '/settle', {}, refusedBody)).status, 204, 'again: 204');
+    const refused = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${k.secret}` });
+    const refusedBody = JSON.stringify({ lease: refused.headers[LEASE_HEADER], status: 400 });
+    t.equal((await request(port, 'POST', SETTLE_PATH, {}, refusedBody)).status, 204, 'a 400 settles: 204');
+    t.equal((await request(port, 'POST', SETTLE_PATH, {}, refusedBody)).status, 204, 'again: 204');
     t.equal((await store.usage(k.id)).length, 1, 'the 400 wrote no usage');
     t.equal(await store.inFlight(k.id), 0, 'and freed its place');
-    const unknown = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: signedLease('screenshot'), status: 200 }));
+    const unknown = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: signedLease('screenshot'), status: 200 }));
     t.equal(unknown.status, 404, 'a signed lease policy never granted: 404');
     for (const bad of ['', '{', '[]', JSON.stringify({ lease, status: 'ok' })]) {
-      const r = await request(port, 'POST', '/settle', {}, bad);
+      const r = await request(port, 'POST', SETTLE_PATH, {}, bad);
       t.equal(r.status, 400, bad);
       t.equal(JSON.parse(r.body).success, false);
     }
-    t.equal((await request(port, 'POST', '/settle', {}, 'x'.repeat(5000))).status, 413);
-    t.equal((await request(port, 'GET', '/settle')).status, 405);
+    t.equal((await request(port, 'POST', SETTLE_PATH, {}, 'x'.repeat(5000))).status, 413);
+    t.equal((await request(port, 'GET', SETTLE_PATH)).status, 405);
   });
 
   t.test('settle takes only a lease policy signed: a forged one changes nothing', async (t) => {
     const { port, key, store } = await serve(t, kind);
     const k = await key('free');
-    const a = await request(port, 'POST', '/authz/v1/screenshot', { authorization: `Bearer ${k.secret}` });
+    const a = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot`, { authorization: `Bearer ${k.secret}` });
     t.equal(a.status, 200);
-    const granted = String(a.headers['x-tintype-lease']);
+    const granted = String(a.headers[LEASE_HEADER]);
     const claims = testLeaseKeys.verify(granted)!;
     const month = '2026-08';
     const before = { used: await store.monthUsed(k.id, month), inFlight: await store.inFlight(k.id), open: await store.openLeases(k.id) };
@@ -196,14 +197,14 @@ export function serverSuite(t: Test, kind: StoreKind): void {
       ['the bare lease id', leaseIdOf(granted)],
     ];
     for (const [name, lease] of forgedRows) {
-      const r = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease, status: 200, cache: 'miss' }));
+      const r = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease, status: 200, cache: 'miss' }));
       t.equal(r.status, 401, `${name}: 401`);
       t.same(JSON.parse(r.body), { error: 'unauthorized' }, `${name}: body`);
     }
     t.same(await store.usage(k.id), [], 'no usage written');
     t.same({ used: await store.monthUsed(k.id, month), inFlight: await store.inFlight(k.id), open: await store.openLeases(k.id) }, before,
       'the lease is still open, its place and reservation held');
-    const real = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: granted, status: 200, cache: 'miss' }));
+    const real = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: granted, status: 200, cache: 'miss' }));
     t.equal(real.status, 204, 'the signed lease settles');
     t.match(await store.usage(k.id), [{ leaseId: leaseIdOf(granted), metered: true }]);
   });
@@ -223,13 +224,13 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const { port, key, home, store } = await serve(t, kind, 300);
     const k = await key('pro');
     const auth = { authorization: `Bearer ${k.secret}` };
-    const before = await request(port, 'POST', '/authz/v1/pdf', auth);
+    const before = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, auth);
     t.equal(before.status, 200);
     const unlock = await home.lockAll();
     let r;
     try {
-      r = await request(port, 'POST', '/authz/v1/pdf', auth);
-      const s = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: before.headers['x-tintype-lease'], status: 200, cache: 'miss' }));
+      r = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, auth);
+      const s = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: before.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
       t.equal(s.status, 503, 'a settle that cannot be written is not acknowledged');
       t.equal(JSON.parse(s.body).error, 'busy');
       const ready = await request(port, 'GET', '/healthz/ready');
@@ -240,11 +241,11 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     t.equal(r.status, 503);
     t.equal(r.body, '{"error":"busy"}');
     t.equal(r.headers['retry-after'], '1');
-    t.equal(r.headers['x-tintype-lease'], undefined, 'nothing granted');
+    t.equal(r.headers[LEASE_HEADER], undefined, 'nothing granted');
     t.equal(await store.inFlight(k.id), 1, 'only the lease granted before');
     t.equal(await store.monthUsed(k.id, '2026-08'), 1);
     t.same(await store.usage(k.id), [], 'nothing recorded');
-    const s = await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: before.headers['x-tintype-lease'], status: 200, cache: 'miss' }));
+    const s = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: before.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
     t.equal(s.status, 204, 'the retried settle lands once the store is back');
     t.equal((await store.usage(k.id)).length, 1);
   });
@@ -272,14 +273,14 @@ export function serverSuite(t: Test, kind: StoreKind): void {
 
     // Monthly quota: 7 a month, 100 calls at once grant exactly 7.
     const q = await key('seven');
-    const pings = await burst(100, 'GET', '/authz/v1/ping', q.secret);
+    const pings = await burst(100, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, q.secret);
     t.equal(pings.filter((r) => r.status === 200).length, 7, '100 parallel calls, quota 7: exactly 7 granted');
     t.ok(errors(pings).every((e) => e === 'quota_exceeded'), 'the rest quota_exceeded');
     t.equal(await store.monthUsed(q.id, '2026-10'), 7);
 
     // Burst window: 60 a minute, 100 calls at once grant exactly 60.
     const w = await key('free');
-    const window = await burst(100, 'GET', '/authz/v1/ping', w.secret);
+    const window = await burst(100, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, w.secret);
     t.equal(window.filter((r) => r.status === 200).length, 60, '100 parallel calls, 60 a minute: exactly 60 granted');
     t.ok(errors(window).every((e) => e === 'rate_limited'));
 
@@ -293,10 +294,10 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const refusals = new Set<string>();
     for (let round = 0; round < 40 && total < 20; round++) {
       const settles = held.map((lease, i) =>
-        clients[i % 2]!.request('POST', '/settle', {}, JSON.stringify({ lease, status: 200, cache: 'miss' })));
-      const [checks, settled] = await Promise.all([burst(40, 'POST', '/authz/v1/pdf', k.secret), Promise.all(settles)]);
+        clients[i % 2]!.request('POST', SETTLE_PATH, {}, JSON.stringify({ lease, status: 200, cache: 'miss' })));
+      const [checks, settled] = await Promise.all([burst(40, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, k.secret), Promise.all(settles)]);
       t.ok(settled.every((r) => r.status === 204), `round ${round}: settles acknowledged`);
-      held = checks.filter((r) => r.status === 200).map((r) => String(r.headers['x-tintype-lease']));
+      held = checks.filter((r) => r.status === 200).map((r) => String(r.headers[LEASE_HEADER]));
       for (const e of errors(checks)) refusals.add(e);
       maxRound = Math.max(maxRound, held.length);
       t.equal(await store.inFlight(k.id), held.length, `round ${round}: the store holds exactly the round's grants`);
@@ -306,9 +307,9 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     t.equal(total, 20, 'exactly the monthly quota granted over all rounds');
     t.same([...refusals].filter((e) => e !== 'concurrent_limit' && e !== 'quota_exceeded'), [], 'refusals are concurrent_limit or quota_exceeded');
     for (const [i, lease] of held.entries()) {
-      t.equal((await clients[i % 2]!.request('POST', '/settle', {}, JSON.stringify({ lease, status: 200 }))).status, 204);
+      t.equal((await clients[i % 2]!.request('POST', SETTLE_PATH, {}, JSON.stringify({ lease, status: 200 }))).status, 204);
     }
-    const spent = await burst(40, 'POST', '/authz/v1/pdf', k.secret);
+    const spent = await burst(40, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, k.secret);
     t.ok(errors(spent).length === 40 && errors(spent).every((e) => e === 'quota_exceeded'), 'then only quota_exceeded');
     const ledger = await store.usage(k.id);
     t.equal(ledger.filter((u) => u.metered).length, 20, 'the ledger holds the 20');

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { startOtlpReceiver } from '../e2e/otlp-receiver.ts';
 import { request } from './http.ts';
 import { runTintype, startPolicyProcess } from './process.ts';
+import { EXT_AUTHZ_PREFIX, LEASE_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
 
 t.test('tintype policy exports authz and settle spans to the configured endpoint', async (t) => {
   const receiver = await startOtlpReceiver();
@@ -29,10 +30,10 @@ t.test('tintype policy exports authz and settle spans to the configured endpoint
   t.teardown(() => proc.kill('SIGKILL'));
   const traceId = '0af7651916cd43dd8448eb211c80319c';
   const parent = 'b7ad6b7169203331';
-  const check = await request(proc.port, 'GET', '/authz/v1/ping', { authorization: `Bearer ${secret}`, traceparent: `00-${traceId}-${parent}-01` });
+  const check = await request(proc.port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer ${secret}`, traceparent: `00-${traceId}-${parent}-01` });
   t.equal(check.status, 200, 'granted', { output: proc.output() });
-  const settle = await request(proc.port, 'POST', '/settle', { traceparent: `00-${traceId}-${parent}-01` },
-    JSON.stringify({ lease: check.headers['x-tintype-lease'], status: 200 }));
+  const settle = await request(proc.port, 'POST', SETTLE_PATH, { traceparent: `00-${traceId}-${parent}-01` },
+    JSON.stringify({ lease: check.headers[LEASE_HEADER], status: 200 }));
   t.equal(settle.status, 204, 'settled');
   // Stopped at once: spans still batched must be flushed by the shutdown, not lost with the process.
   await proc.kill('SIGTERM');

@@ -7,6 +7,7 @@ import { createPolicyServer } from '../../policy/server.ts';
 import { openPostgresStore } from '../../policy/store/postgres.ts';
 import { request } from './http.ts';
 import { TEST_LEASE_SECRET, signedLease } from '../lib/leases.ts';
+import { EXT_AUTHZ_PREFIX, SETTLE_PATH } from '../../lib/policy-contract.ts';
 
 t.test('store down at check time: 503 busy with retry-after 1, not ready', async (t) => {
   // A port that was just free: connecting to it is refused.
@@ -29,11 +30,11 @@ t.test('store down at check time: 503 busy with retry-after 1, not ready', async
   t.teardown(() => started.stop());
   const port = started.address().port;
   const secret = 'sk_' + 'Q'.repeat(43);
-  const r = await request(port, 'GET', '/authz/v1/ping', { authorization: `Bearer ${secret}` });
+  const r = await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer ${secret}` });
   t.equal(r.status, 503);
   t.equal(r.body, '{"error":"busy"}');
   t.equal(r.headers['retry-after'], '1');
-  t.equal((await request(port, 'POST', '/settle', {}, JSON.stringify({ lease: signedLease('ping'), status: 200 }))).status, 503);
+  t.equal((await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: signedLease('ping'), status: 200 }))).status, 503);
   t.equal((await request(port, 'GET', '/healthz/ready')).status, 503);
   t.equal((await request(port, 'GET', '/healthz/live')).status, 200);
   t.ok(lines.some((l) => l.includes('store_unavailable')), 'the failure is logged');

@@ -8,7 +8,7 @@
  */
 import http from 'node:http';
 import net from 'node:net';
-import { GUARD_REASON_HEADER, RENDER_STATS_PATH } from '../../../lib/guard-contract.ts';
+import { GUARD_REASON_HEADER, renderTokenFromPath } from '../../../lib/guard-contract.ts';
 
 export interface StandInGuard {
   socketPath: string;
@@ -27,7 +27,7 @@ export async function startStandInGuard(options: { socketPath: string; mode: 'op
   };
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const url = req.url ?? '';
-    if (url.startsWith(RENDER_STATS_PATH)) {
+    if (renderTokenFromPath(url) !== undefined) {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ blocked: 0, firstReason: null, refused: [] }));
       return;
     }

@@ -15,9 +15,10 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { RenderTallies } from '../../../guard/tally.ts';
-import { REFUSALS_KEPT, refusedRequestName, type RenderTally } from '../../../lib/guard-contract.ts';
+import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER, REFUSALS_KEPT, refusedRequestName, type RenderTally } from '../../../lib/guard-contract.ts';
 import { TUNNEL_FAILED, documentRefusal } from '../../../renderer/operations/document-refusal.ts';
 import { SITE_HOST, post, startHarness, startSite, type Harness } from '../server/harness.ts';
+import { BLOCKED_HEADER } from '../../../renderer/server/answer-headers.ts';
 
 /** The guard's record after it refused `requests` (method, target as on the request line) for one render. */
 function recordOf(requests: Array<[string, string]>): RenderTally {
@@ -78,10 +79,10 @@ const tls = http2.createSecureServer(
     const p = req.url;
     if (p === '/plain') return html(res, '<h1>plain</h1>');
     // A target posing as the guard: a refusal reason and a failure mark of its own, on its own page.
-    if (p === '/posing') return html(res, '<h1>Forbidden by the target</h1>', 403, { 'x-guard-reason': 'private_address' });
-    if (p === '/posing-failure') return html(res, '<h1>Its own 502</h1>', 502, { 'x-guard-failure': 'connect_refused' });
+    if (p === '/posing') return html(res, '<h1>Forbidden by the target</h1>', 403, { [GUARD_REASON_HEADER]: 'private_address' });
+    if (p === '/posing-failure') return html(res, '<h1>Its own 502</h1>', 502, { [GUARD_FAILURE_HEADER]: 'connect_refused' });
     if (p === '/posing-with-refused') {
-      return html(res, '<h1>posing</h1><img src="http://10.0.0.1/x.png">', 403, { 'x-guard-reason': 'private_address', 'x-guard-failure': 'reset' });
+      return html(res, '<h1>posing</h1><img src="http://10.0.0.1/x.png">', 403, { [GUARD_REASON_HEADER]: 'private_address', [GUARD_FAILURE_HEADER]: 'reset' });
     }
     if (p === '/to-private') {
       res.writeHead(302, { location: 'https://10.0.0.7/admin' });
@@ -102,7 +103,7 @@ await new Promise<void>((resolve) => tls.listen(0, SITE_HOST, resolve));
 const tlsOrigin = `https://${SITE_HOST}:${(tls.address() as AddressInfo).port}`;
 const site = await startSite((req, res) => {
   if (req.url === '/posing') {
-    res.writeHead(403, { 'content-type': 'text/html', 'x-guard-reason': 'private_address' });
+    res.writeHead(403, { 'content-type': 'text/html', [GUARD_REASON_HEADER]: 'private_address' });
     return res.end('<!doctype html><h1>Forbidden by the target</h1><img src="http://10.0.0.1/x.png">');
   }
   res.writeHead(404).end();
@@ -130,7 +131,7 @@ async function both(url: string): Promise<Array<{ op: string; status: number; er
   const out = [];
   for (const op of ['screenshot', 'pdf'] as const) {
     const a = await post(h, op, op === 'screenshot' ? { url, width: 60, height: 40 } : { url });
-    out.push({ op, status: a.status, error: a.status === 200 ? undefined : a.json(), blocked: a.headers.get('x-render-blocked') });
+    out.push({ op, status: a.status, error: a.status === 200 ? undefined : a.json(), blocked: a.headers.get(BLOCKED_HEADER) });
   }
   return out;
 }

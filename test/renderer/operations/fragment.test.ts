@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { post, startHarness, startSite } from '../server/harness.ts';
+import { CACHE_HEADER } from '../../../renderer/server/answer-headers.ts';
 
 const seenHashes: string[] = [];
 const site = await startSite((req, res) => {
@@ -42,7 +43,7 @@ for (const op of ['screenshot', 'pdf'] as const) {
     const third = await post(h, op, body(bare));
     t.same([first.status, second.status, third.status], [200, 200, 200]);
     t.same(
-      [first.headers.get('x-cache'), second.headers.get('x-cache'), third.headers.get('x-cache')],
+      [first.headers.get(CACHE_HEADER), second.headers.get(CACHE_HEADER), third.headers.get(CACHE_HEADER)],
       ['miss', 'hit', 'hit'],
       'the second and third are cache hits',
     );

@@ -5,6 +5,7 @@
  */
 import t from 'tap';
 import { jpegSize, pngColourType, pngPixel, pngSize, post, startHarness, startSite } from '../server/harness.ts';
+import { BLOCKED_HEADER } from '../../../renderer/server/answer-headers.ts';
 
 const TALL = (px: number) => `<!doctype html><body style="margin:0"><div style="height:${px}px;background:#08f"></div></body>`;
 // Noise a JPEG encoder cannot shrink much at high quality, so quality shows in the size.
@@ -83,7 +84,7 @@ t.test('html-to-image: exactly width×scale by height×scale, nothing below heig
 t.test('html-to-image: relative URLs resolve to nothing and raise no error (4.3 rule 4)', async (t) => {
   const a = await post(h, 'html-to-image', { html: '<img src="/x.png"><link rel=stylesheet href="a.css"><p>ok</p>', width: 50, height: 50 });
   t.equal(a.status, 200);
-  t.equal(a.headers.get('x-render-blocked'), '0', 'nothing was attempted, so nothing was refused');
+  t.equal(a.headers.get(BLOCKED_HEADER), '0', 'nothing was attempted, so nothing was refused');
 });
 
 t.test('omitBackground gives transparency where the document leaves the background unset', async (t) => {
@@ -113,12 +114,12 @@ t.test('x-render-blocked counts refused sub-resources of the live render (spec 2
   for (const n of [0, 1, 3]) {
     const shot = await post(h, 'screenshot', { url: `${site.origin}/blocked?n=${n}`, width: 50, height: 50 });
     t.equal(shot.status, 200);
-    t.equal(shot.headers.get('x-render-blocked'), String(n), `screenshot with ${n} refused images`);
+    t.equal(shot.headers.get(BLOCKED_HEADER), String(n), `screenshot with ${n} refused images`);
     const html = await post(h, 'html-to-image', { html: BLOCKED(n), width: 50, height: 50 });
     t.equal(html.status, 200);
-    t.equal(html.headers.get('x-render-blocked'), String(n), `html-to-image with ${n} refused images`);
+    t.equal(html.headers.get(BLOCKED_HEADER), String(n), `html-to-image with ${n} refused images`);
     const pdf = await post(h, 'pdf', { html: BLOCKED(n) });
     t.equal(pdf.status, 200);
-    t.equal(pdf.headers.get('x-render-blocked'), n === 0 ? null : String(n), `pdf with ${n}: present only when not zero`);
+    t.equal(pdf.headers.get(BLOCKED_HEADER), n === 0 ? null : String(n), `pdf with ${n}: present only when not zero`);
   }
 });

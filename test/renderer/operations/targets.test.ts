@@ -7,6 +7,8 @@
  */
 import t from 'tap';
 import { post, pngSize, startHarness, startSite } from '../server/harness.ts';
+import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER } from '../../../lib/guard-contract.ts';
+import { BLOCKED_HEADER } from '../../../renderer/server/answer-headers.ts';
 
 const seen: Record<string, string | string[] | undefined>[] = [];
 const site = await startSite((req, res) => {
@@ -39,7 +41,7 @@ const site = await startSite((req, res) => {
   }
   if (p === '/posing') {
     // A target posing as the guard: a refusal reason and a failure mark of its own.
-    res.writeHead(403, { 'content-type': 'text/html', 'x-guard-reason': 'private_address', 'x-guard-failure': 'connect_refused' });
+    res.writeHead(403, { 'content-type': 'text/html', [GUARD_REASON_HEADER]: 'private_address', [GUARD_FAILURE_HEADER]: 'connect_refused' });
     return res.end('<!doctype html><h1>Forbidden by the target</h1>');
   }
   if (p === '/error') {
@@ -125,7 +127,7 @@ t.test("a target's own x-guard-reason or x-guard-failure is its page, rendered",
   for (const op of ['screenshot', 'pdf'] as const) {
     const a = await post(h, op, { url: `${site.origin}/posing` });
     t.equal(a.status, 200, `${op}: 200, neither a refusal nor a failure`);
-    if (op === 'screenshot') t.equal(a.headers.get('x-render-blocked'), '0', 'nothing was refused');
+    if (op === 'screenshot') t.equal(a.headers.get(BLOCKED_HEADER), '0', 'nothing was refused');
   }
 });
 
@@ -135,12 +137,12 @@ t.test('markup whose render fails because of a refusal is 422, never 502', async
   // refusal or a 422 with its reason, and never a metered 502.
   for (let i = 0; i < 6; i++) {
     const a = await post(h, 'pdf', { html: `<meta http-equiv="refresh" content="0;url=http://10.0.0.1/"><!-- ${i} -->` });
-    if (a.status === 200) t.equal(a.headers.get('x-render-blocked'), '1', `try ${i}: 200 counting the refusal`);
+    if (a.status === 200) t.equal(a.headers.get(BLOCKED_HEADER), '1', `try ${i}: 200 counting the refusal`);
     else t.same([a.status, a.json()], [422, { error: 'url_rejected', reason: 'private_address' }], `try ${i}: 422`);
   }
   const shot = await post(h, 'html-to-image', { html: '<script>location.href="http://10.0.0.1/"</script>', width: 20, height: 20 });
   t.equal(shot.status, 200, 'a refusal that does not fail the render is only counted');
-  t.equal(shot.headers.get('x-render-blocked'), '1');
+  t.equal(shot.headers.get(BLOCKED_HEADER), '1');
 });
 
 t.test('an error page the target answers with is rendered as it is', async (t) => {

@@ -6,7 +6,7 @@
  * settles once, unmetered (400, 422) or metered (ping 200).
  */
 import t from 'tap';
-import { settleIsMetered } from '../../../lib/policy-contract.ts';
+import { MAX_BODY_BYTES, settleIsMetered } from '../../../lib/policy-contract.ts';
 import { leaseKeys } from '../../../lib/lease.ts';
 import { signedLease } from '../../lib/leases.ts';
 import { get, newLease, post, startHarness, until } from './harness.ts';
@@ -147,7 +147,7 @@ t.test('content types and bodies that are not JSON are a 400; past 4 MB a 413', 
   t.equal(utf8.status, 400, 'JSON with charset=utf-8 is read (then fails validation on its own terms)');
   t.match(utf8.json().error.message, 'exactly one');
 
-  const exact = 4_194_304;
+  const exact = MAX_BODY_BYTES;
   const filler = (n: number) => JSON.stringify({ html: 'a'.repeat(n - '{"html":""}'.length) });
   const at = await post(h, 'html-to-image', undefined, { raw: filler(exact) });
   t.equal(at.status, 400, 'exactly 4,194,304 bytes is read (and fails only the html length)');

@@ -6,6 +6,7 @@
 import t from 'tap';
 import { createOgDrawer } from '../../../renderer/og/index.ts';
 import { get, newLease, pngSize, startHarness, until } from './harness.ts';
+import { BLOCKED_HEADER, CACHE_HEADER } from '../../../renderer/server/answer-headers.ts';
 
 const og = createOgDrawer({ threads: 1 });
 await og.start();
@@ -23,16 +24,16 @@ t.test('a card: PNG 1200×630, private cache-control, x-cache miss then hit', as
   t.equal(miss.status, 200);
   t.equal(miss.headers.get('content-type'), 'image/png');
   t.equal(miss.headers.get('cache-control'), 'private, max-age=86400');
-  t.equal(miss.headers.get('x-cache'), 'miss');
-  t.equal(miss.headers.get('x-render-blocked'), null, 'og makes no network request: no blocked count');
+  t.equal(miss.headers.get(CACHE_HEADER), 'miss');
+  t.equal(miss.headers.get(BLOCKED_HEADER), null, 'og makes no network request: no blocked count');
   t.same(pngSize(miss.body), { width: 1200, height: 630 });
   const hitLease = newLease('og');
   const hit = await get(h, `/v1/og?theme=light&title=${encodeURIComponent(`Hello ${process.pid}`)}&template=title`, hitLease);
-  t.equal(hit.headers.get('x-cache'), 'hit', 'identical parameters in another order');
+  t.equal(hit.headers.get(CACHE_HEADER), 'hit', 'identical parameters in another order');
   t.equal(hit.headers.get('cache-control'), 'private, max-age=86400');
   t.ok(hit.body.equals(miss.body));
   const other = await get(h, `/v1/og?template=title&title=${encodeURIComponent(`Hello ${process.pid}`)}&theme=dark`);
-  t.equal(other.headers.get('x-cache'), 'miss', 'another theme is another card');
+  t.equal(other.headers.get(CACHE_HEADER), 'miss', 'another theme is another card');
   t.equal(h.pool.stats().renders, before, 'no browser was used');
   await until(() => h.settler.settled.some((s) => s.lease === hitLease), 'the settles');
   t.same(h.settler.settled.find((s) => s.lease === lease), { lease, status: 200, cache: 'miss' });

@@ -15,6 +15,7 @@ import { createLogger } from '../../../lib/log.ts';
 import { SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
 import { TEST_LEASE_SECRET } from '../../lib/leases.ts';
 import { SITE_HOST, newLease, pngSize, post, startSite, until } from './harness.ts';
+import { CACHE_HEADER } from '../../../renderer/server/answer-headers.ts';
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-role-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
@@ -80,7 +81,7 @@ t.test('renders through its own guard and settles to policy, retrying a failed a
   const second = newLease('screenshot');
   const b = await post(h, 'screenshot', { url: `${site.origin}/`, width: 32, height: 24 }, { lease: second });
   t.equal(b.status, 200);
-  t.equal(b.headers.get('x-cache'), 'hit');
+  t.equal(b.headers.get(CACHE_HEADER), 'hit');
   await until(() => settles.length === 2, 'the second settle', 10_000);
   t.same(settles[1], { lease: second, status: 200, cache: 'hit' });
   t.equal(connections, 1, 'the settles shared one kept-alive connection');
