@@ -12,6 +12,15 @@ import type { Lifecycle } from './lifecycle.ts';
 import { listen } from './listen.ts';
 import { PROMETHEUS_CONTENT_TYPE, type Registry } from './metrics.ts';
 
+/**
+ * The admin paths every role answers, named once: the chart's probes, Envoy's health checks and
+ * the Prometheus scrape reach them from outside (charts/tintype/, test/chart/ and test/envoy/
+ * hold the chart to these names).
+ */
+export const METRICS_PATH = '/metrics';
+export const LIVE_PATH = '/healthz/live';
+export const READY_PATH = '/healthz/ready';
+
 export interface AdminOptions {
   host?: string;
   port?: number;
@@ -34,12 +43,12 @@ export function adminHandler(options: AdminOptions): http.RequestListener {
     if (req.method !== 'GET' && req.method !== 'HEAD') return writeMethodNotAllowed(res, 'GET, HEAD');
     const route = options.routes !== undefined && Object.hasOwn(options.routes, path) ? options.routes[path] : undefined;
     if (route !== undefined) return route(req, res);
-    if (path === '/metrics') {
+    if (path === METRICS_PATH) {
       res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE });
       res.end(options.registries.map((r) => r.render()).join(''));
-    } else if (path === '/healthz/live') {
+    } else if (path === LIVE_PATH) {
       writeBody(res, 200, { live: true });
-    } else if (path === '/healthz/ready') {
+    } else if (path === READY_PATH) {
       void Promise.resolve()
         .then(options.ready)
         .catch(() => false)

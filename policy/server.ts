@@ -11,6 +11,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROOT_CONTEXT, SpanStatusCode, propagation, trace } from '@opentelemetry/api';
+import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../lib/admin.ts';
 import { drain, readBody } from '../lib/body.ts';
 import type { Config } from '../lib/config.ts';
 import { type ErrorAnswer, ServiceError, ValidationFailure } from '../lib/errors.ts';
@@ -107,12 +108,12 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
       return settle(req, res);
     }
     drain(req);
-    if (req.method === 'GET' && path === '/healthz/live') return sendJson(res, 200, { status: 'ok' });
-    if (req.method === 'GET' && path === '/healthz/ready') {
+    if (req.method === 'GET' && path === LIVE_PATH) return sendJson(res, 200, { status: 'ok' });
+    if (req.method === 'GET' && path === READY_PATH) {
       const ready = started && (await pingStore());
       return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable' });
     }
-    if (req.method === 'GET' && path === '/metrics') {
+    if (req.method === 'GET' && path === METRICS_PATH) {
       res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE });
       res.end(metrics.registry.render());
       return;

@@ -8,6 +8,7 @@ import path from 'node:path';
 import t from 'tap';
 import { CI_VALUES, ofKind, render, ROOT, type K8sObject } from '../helm.ts';
 import { containerArgv, imageConfig, tintypeImage } from './tintype-image.ts';
+import { LIVE_PATH, READY_PATH } from '../../lib/admin.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Pod = { name: string; spec: any; kind: string };
@@ -91,8 +92,8 @@ for (const values of CI_VALUES) {
       t.equal(accounts.get(p.spec.serviceAccountName), isController, `${p.name}: its own ServiceAccount`);
       const [c] = p.spec.containers;
       // Liveness and readiness on /healthz/live and /healthz/ready for every role.
-      t.equal(c.livenessProbe.httpGet.path, '/healthz/live', p.name);
-      t.equal(c.readinessProbe.httpGet.path, '/healthz/ready', p.name);
+      t.equal(c.livenessProbe.httpGet.path, LIVE_PATH, p.name);
+      t.equal(c.readinessProbe.httpGet.path, READY_PATH, p.name);
       // /tmp is writable on a read-only root.
       const tmp = c.volumeMounts.find((m: any) => m.mountPath === '/tmp');
       t.ok(tmp, `${p.name}: /tmp mounted`);

@@ -13,7 +13,7 @@
  * Prints `edge.ready` once it listens and a pod is ready.
  */
 import http from 'node:http';
-import { createAdminServer } from '../../lib/admin.ts';
+import { createAdminServer, READY_PATH } from '../../lib/admin.ts';
 import { createEdge } from '../../envoy/edge/edge.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';
@@ -41,7 +41,7 @@ const pods: Pod[] = env('RENDERERS').split(',').map((s) => {
 
 function probe(p: Pod): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = http.get({ host: p.host, port: p.adminPort, path: '/healthz/ready', timeout: 1000, agent: false }, (res) => {
+    const req = http.get({ host: p.host, port: p.adminPort, path: READY_PATH, timeout: 1000, agent: false }, (res) => {
       res.resume();
       resolve(res.statusCode === 200);
     });

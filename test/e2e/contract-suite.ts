@@ -17,6 +17,7 @@ import { againstDocument, bearer, json, jsonWith } from './service.ts';
 import type { Site } from './site.ts';
 import type { OtlpReceiver } from './otlp-receiver.ts';
 import { BLOCKED_HEADER, CACHE_HEADER } from '../../renderer/server/answer-headers.ts';
+import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 
 /** What the suite asks of a deployment it starts. */
 export interface ContractSetup {
@@ -76,15 +77,15 @@ export function contractSuite(deploy: (o: ContractSetup) => Promise<Deployment>)
     t.equal(doc.status, 200);
     t.match(doc.headers['content-type'], /^application\/json/);
     t.ok(doc.body.equals(openapiJson()), 'the document as built');
-    for (const p of ['/healthz/live', '/healthz/ready', '/metrics']) {
+    for (const p of [LIVE_PATH, READY_PATH, METRICS_PATH]) {
       const pub = await d.call({ path: p });
       t.equal(pub.status, 404, `${p} is not on the public port`);
     }
-    const live = await d.admin('/healthz/live');
+    const live = await d.admin(LIVE_PATH);
     t.equal(live.status, 200);
-    const ready = await d.admin('/healthz/ready');
+    const ready = await d.admin(READY_PATH);
     t.equal(ready.status, 200, 'ready: guard verified, every role up');
-    const metrics = (await d.admin('/metrics')).body;
+    const metrics = (await d.admin(METRICS_PATH)).body;
     t.match(metrics, /tintype_edge_requests_total/);
     t.match(metrics, /tintype_guard_verified 1/);
   });
@@ -442,7 +443,7 @@ export function contractSuite(deploy: (o: ContractSetup) => Promise<Deployment>)
       t.notOk(logs.includes(body), 'no key in logs');
     }
     t.notOk(exported.includes(site.base), 'no target address in spans');
-    const metrics = (await d.admin('/metrics')).body;
+    const metrics = (await d.admin(METRICS_PATH)).body;
     t.notMatch(metrics, MARKER, 'no URL or HTML in metrics');
     t.ok(secrets.every((s) => !metrics.includes(s.slice(3))), 'no key in metrics');
   });

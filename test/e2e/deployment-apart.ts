@@ -15,6 +15,7 @@ import type { Deployment } from './deployment.ts';
 import { startOtlpReceiver } from './otlp-receiver.ts';
 import { runTintype } from './service.ts';
 import { startNxdomainDns, startSite, type Site } from './site.ts';
+import { METRICS_PATH } from '../../lib/admin.ts';
 
 const SLOTS_PER_POD = 1;
 
@@ -65,7 +66,7 @@ export async function startApartDeployment(o: ContractSetup, netId = 1 + (proces
     openLeases: (id) => apart.openLeases(id),
     async admin(p) {
       const edge = await edgeAdmin(p);
-      if (p !== '/metrics') return edge;
+      if (p !== METRICS_PATH) return edge;
       // The deployment's metrics are the edge's and every pod's, as a scrape of each would give.
       const pods = await Promise.all((['r1', 'r2'] as const).map((m) => apart.podMetrics(m)));
       return { status: edge.status, body: [edge.body, ...pods].join('') };

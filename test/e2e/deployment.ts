@@ -8,6 +8,7 @@ import type { Answer, SendOptions } from '../envoy/client.ts';
 import type { OtlpReceiver } from './otlp-receiver.ts';
 import type { LedgerRow } from './service.ts';
 import type { Site } from './site.ts';
+import type { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 
 export interface Deployment {
   /** Sends a request to the public port. */
@@ -23,7 +24,7 @@ export interface Deployment {
   /** Leases of `keyId` not yet settled or expired. */
   openLeases(keyId: string): Promise<number>;
   /** The admin side: probes and metrics, never on the public port (status and body). */
-  admin(path: '/healthz/live' | '/healthz/ready' | '/metrics'): Promise<{ status: number; body: string }>;
+  admin(path: typeof LIVE_PATH | typeof READY_PATH | typeof METRICS_PATH): Promise<{ status: number; body: string }>;
   /** Render slots across every renderer: holding this many renders takes every slot. */
   slots: number;
   /** The site every page is served from (the guard opens it and nothing else private). */

@@ -3,7 +3,7 @@ import t from 'tap';
 import http from 'node:http';
 import net from 'node:net';
 import { createEdge, type Edge } from '../../envoy/edge/edge.ts';
-import { createAdminServer } from '../../lib/admin.ts';
+import { createAdminServer, LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 import { EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, MAX_BODY_BYTES, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER } from '../../lib/policy-contract.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { policyStub, rendererStub, type RendererStub, type Stub } from './stubs.ts';
@@ -240,7 +240,7 @@ t.test('/openapi.json needs no key; other paths are 404; metrics are not public'
   const doc = await send({ port: r.port, path: '/openapi.json' });
   t.equal(doc.status, 200);
   t.equal(json(doc.body).openapi, '3.1.0');
-  for (const path of ['/metrics', '/healthz/ready', '/healthz/live', '/']) {
+  for (const path of [METRICS_PATH, READY_PATH, LIVE_PATH, '/']) {
     const a = await send({ port: r.port, path });
     t.equal(a.status, 404, path);
   }
@@ -256,12 +256,12 @@ t.test('admin listener: metrics and probes', async (t) => {
   await admin.start();
   t.teardown(() => admin.stop());
   await send({ port: r.port, path: '/v1/ping', headers: GOOD });
-  const m = await send({ port: admin.port(), path: '/metrics' });
+  const m = await send({ port: admin.port(), path: METRICS_PATH });
   t.match(m.body.toString(), /tintype_edge_requests_total\{operation="ping",status="200"\} 1/);
-  t.equal((await send({ port: admin.port(), path: '/healthz/live' })).status, 200);
-  t.equal((await send({ port: admin.port(), path: '/healthz/ready' })).status, 503);
+  t.equal((await send({ port: admin.port(), path: LIVE_PATH })).status, 200);
+  t.equal((await send({ port: admin.port(), path: READY_PATH })).status, 503);
   ready = true;
-  t.equal((await send({ port: admin.port(), path: '/healthz/ready' })).status, 200);
+  t.equal((await send({ port: admin.port(), path: READY_PATH })).status, 200);
 });
 
 t.test('stop lets an answer in flight finish, then refuses new connections', async (t) => {

@@ -22,6 +22,7 @@ import {
 } from '../../envoy/edge/contract.ts';
 import { walkBootstrap, walkMessage, type WalkIssue } from './proto-walk.ts';
 import { renderedEnvoy } from './rendered.ts';
+import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 
 /** The render with tracing on (so the collector's cluster and the tracer are walked too). */
 const { text, doc, sds } = await renderedEnvoy('monitoring-values.yaml');
@@ -243,8 +244,8 @@ t.test('the public listener is TLS from SDS with a watched directory; metrics an
   const ops = listener(doc, 'ops');
   t.not(ops.address.socket_address.port_value, l.address.socket_address.port_value);
   const opsPaths = hcm(ops).route_config.virtual_hosts[0].routes.map((r: any) => r.match.path);
-  t.same(opsPaths.sort(), ['/healthz/live', '/healthz/ready', '/metrics']);
-  t.notOk(routes.some((r) => ['/metrics', '/healthz/ready', '/healthz/live'].includes(r.match.path)), 'not on the public port');
+  t.same(opsPaths.sort(), [LIVE_PATH, READY_PATH, METRICS_PATH].sort());
+  t.notOk(routes.some((r) => [METRICS_PATH, READY_PATH, LIVE_PATH].includes(r.match.path)), 'not on the public port');
   t.equal(doc.admin.address.socket_address.address, '127.0.0.1', "Envoy's admin API stays on loopback");
 });
 
@@ -430,7 +431,7 @@ t.test('health: active checks on the renderer\'s admin readiness, no panic routi
   t.equal(c.lb_policy, 'LEAST_REQUEST');
   t.equal(c.type, 'STRICT_DNS', 'a headless Service: every pod address');
   const hc = c.health_checks[0];
-  t.equal(hc.http_health_check.path, '/healthz/ready');
+  t.equal(hc.http_health_check.path, READY_PATH);
   t.equal(c.load_assignment.endpoints[0].lb_endpoints[0].endpoint.health_check_config.port_value, RENDERER_ADMIN_PORT, 'on the admin port');
   t.equal(c.common_lb_config.healthy_panic_threshold.value, 0, 'an unverified pod never takes a render');
   t.equal(c.common_lb_config.ignore_new_hosts_until_first_hc, true);
@@ -440,7 +441,7 @@ t.test('health: active checks on the renderer\'s admin readiness, no panic routi
   for (const k of ['enforcing_consecutive_5xx', 'enforcing_consecutive_gateway_failure', 'enforcing_success_rate', 'enforcing_failure_percentage']) {
     t.equal(o[k], 0, `${k}: a 503 busy or a failed render is an answer, not a sick pod`);
   }
-  t.equal(cluster('policy').health_checks[0].http_health_check.path, '/healthz/ready');
+  t.equal(cluster('policy').health_checks[0].http_health_check.path, READY_PATH);
   t.equal(cluster('policy').load_assignment.endpoints[0].lb_endpoints[0].endpoint.health_check_config.port_value, POLICY_ADMIN_PORT, "on policy's admin port");
 });
 

@@ -18,6 +18,7 @@ import { createRendererServer } from '../../renderer/server/index.ts';
 import { MAX_REQUEST_HEADER_BYTES } from '../../envoy/edge/contract.ts';
 import { TEST_LEASE_SECRET } from '../lib/leases.ts';
 import { EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
+import { LIVE_PATH } from '../../lib/admin.ts';
 
 /** Headers an edge adds to a routed request, at their longest plausible size. */
 const EDGE_ADDED: Record<string, string> = {
@@ -76,8 +77,8 @@ t.test('policy takes a check that filled the edge limit, with what the edge adde
   await server.start();
   t.teardown(() => server.stop());
   const port = server.address().port;
-  t.equal(await get(port, '/healthz/live', { 'x-small': '1' }), 200, 'a small request');
-  t.equal(await get(port, '/healthz/live', forwarded(`${EXT_AUTHZ_PREFIX}/v1/ping`)), 200, 'no 431 behind the edge');
+  t.equal(await get(port, LIVE_PATH, { 'x-small': '1' }), 200, 'a small request');
+  t.equal(await get(port, LIVE_PATH, forwarded(`${EXT_AUTHZ_PREFIX}/v1/ping`)), 200, 'no 431 behind the edge');
 });
 
 t.test('the renderer takes a routed request that filled the edge limit, with what the edge added', async (t) => {

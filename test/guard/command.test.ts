@@ -14,6 +14,7 @@ import t from 'tap';
 import { GUARD_REASON_HEADER, refusedRequestName, renderAuthorization, renderStatsPath } from '../../lib/guard-contract.ts';
 import { closeServer, listenOn, startCanary, viaGuard } from './helpers.ts';
 import { spawnTintype, type TintypeProcess } from '../tintype.ts';
+import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 
 /** Starts `tintype guard` and waits for the line that says the admin port is up. */
 function startGuard(env: Record<string, string>): Promise<TintypeProcess & { port: number; adminPort: number }> {
@@ -54,14 +55,14 @@ t.test('tintype guard listens on PORT and GUARD_SOCKET, reports on its admin por
   const g = await startGuard({ PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_SOCKET: socket, GUARD_ALLOW_CIDRS: '127.0.0.5/32' });
   t.teardown(() => g.child.kill('SIGKILL'));
 
-  t.equal((await get(g.adminPort, '/healthz/live')).status, 200);
-  t.equal((await get(g.adminPort, '/healthz/ready')).status, 200);
+  t.equal((await get(g.adminPort, LIVE_PATH)).status, 200);
+  t.equal((await get(g.adminPort, READY_PATH)).status, 200);
 
   const overTcp = await viaGuard({ port: g.port }, `http://127.0.0.2:${canary.port}/`);
   t.equal(overTcp.status, 403);
   t.equal(overTcp.headers[GUARD_REASON_HEADER], 'private_address');
   // Both ports take IPv6 clients too (an IPv6-only or dual-stack cluster).
-  t.equal((await get(g.adminPort, '/healthz/live', '::1')).status, 200, 'the admin port over IPv6');
+  t.equal((await get(g.adminPort, LIVE_PATH, '::1')).status, 200, 'the admin port over IPv6');
   const overIpv6 = await viaGuard({ port: g.port, host: '::1' }, `http://127.0.0.2:${canary.port}/`);
   t.equal(overIpv6.headers[GUARD_REASON_HEADER], 'private_address', 'the proxy over IPv6');
   const overSocket = await viaGuard({ socket }, 'http://localhost/');
@@ -81,7 +82,7 @@ t.test('tintype guard listens on PORT and GUARD_SOCKET, reports on its admin por
     refused: [{ request: refusedRequestName('GET', `http://[::1]:${canary.port}/`), reason: 'private_address' }],
   });
 
-  const metrics = await get(g.adminPort, '/metrics');
+  const metrics = await get(g.adminPort, METRICS_PATH);
   t.match(metrics.body, /tintype_guard_refusals_total\{reason="private_address"\} 3\n/);
   t.match(metrics.body, /tintype_guard_refusals_total\{reason="bad_host"\} 1\n/);
   t.match(metrics.body, /tintype_guard_refusals_total\{reason="denied_host"\} 0\n/, 'every reason is exposed from the start');

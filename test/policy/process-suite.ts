@@ -17,6 +17,7 @@ import { type PolicyProcess, runTintype, startPolicyProcess } from './process.ts
 import { type StoreKind, storeHome } from './stores.ts';
 import { leaseIdOf } from '../lib/leases.ts';
 import { EXT_AUTHZ_PREFIX, LEASE_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
+import { METRICS_PATH } from '../../lib/admin.ts';
 
 const PLANS_DOC = {
   plans: {
@@ -301,7 +302,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     t.equal((await store.usage(k.id)).length, 1, 'and changes nothing');
     t.equal(await store.monthUsed(k.id, month), 0);
     t.equal((await request(proc.port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, auth)).status, 200, 'the freed place is granted again');
-    const metrics = await request(proc.port, 'GET', '/metrics');
+    const metrics = await request(proc.port, 'GET', METRICS_PATH);
     t.match(metrics.body, /tintype_policy_lease_expiries_total 1\b/);
   });
 

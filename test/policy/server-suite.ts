@@ -13,6 +13,7 @@ import { type Reply, pooledClient, request } from './http.ts';
 import { leaseKeys } from '../../lib/lease.ts';
 import { leaseIdOf, signedLease, testLeaseKeys } from '../lib/leases.ts';
 import { EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
+import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 
 const PLANS = {
   ...BUILT_IN_PLANS,
@@ -211,11 +212,11 @@ export function serverSuite(t: Test, kind: StoreKind): void {
 
   t.test('health: live always, ready when the store answers', async (t) => {
     const { port } = await serve(t, kind);
-    const live = await request(port, 'GET', '/healthz/live');
+    const live = await request(port, 'GET', LIVE_PATH);
     t.equal(live.status, 200);
-    const ready = await request(port, 'GET', '/healthz/ready');
+    const ready = await request(port, 'GET', READY_PATH);
     t.equal(ready.status, 200);
-    const metrics = await request(port, 'GET', '/metrics');
+    const metrics = await request(port, 'GET', METRICS_PATH);
     t.equal(metrics.status, 200);
     t.match(metrics.body, /tintype_policy_checks_total/);
   });
@@ -233,7 +234,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
       const s = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: before.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
       t.equal(s.status, 503, 'a settle that cannot be written is not acknowledged');
       t.equal(JSON.parse(s.body).error, 'busy');
-      const ready = await request(port, 'GET', '/healthz/ready');
+      const ready = await request(port, 'GET', READY_PATH);
       t.equal(ready.status, 503, 'not ready while the store cannot answer');
     } finally {
       await unlock();

@@ -8,6 +8,7 @@ import { openPostgresStore } from '../../policy/store/postgres.ts';
 import { request } from './http.ts';
 import { TEST_LEASE_SECRET, signedLease } from '../lib/leases.ts';
 import { EXT_AUTHZ_PREFIX, SETTLE_PATH } from '../../lib/policy-contract.ts';
+import { LIVE_PATH, READY_PATH } from '../../lib/admin.ts';
 
 t.test('store down at check time: 503 busy with retry-after 1, not ready', async (t) => {
   // A port that was just free: connecting to it is refused.
@@ -35,8 +36,8 @@ t.test('store down at check time: 503 busy with retry-after 1, not ready', async
   t.equal(r.body, '{"error":"busy"}');
   t.equal(r.headers['retry-after'], '1');
   t.equal((await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: signedLease('ping'), status: 200 }))).status, 503);
-  t.equal((await request(port, 'GET', '/healthz/ready')).status, 503);
-  t.equal((await request(port, 'GET', '/healthz/live')).status, 200);
+  t.equal((await request(port, 'GET', READY_PATH)).status, 503);
+  t.equal((await request(port, 'GET', LIVE_PATH)).status, 200);
   t.ok(lines.some((l) => l.includes('store_unavailable')), 'the failure is logged');
   t.notOk(lines.some((l) => l.includes(secret.slice(3))), 'without the key');
 });

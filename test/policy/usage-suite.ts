@@ -23,6 +23,7 @@ import type { UsageReport } from '../../policy/usage-report.ts';
 import { request } from './http.ts';
 import { runTintype, startPolicyProcess } from './process.ts';
 import { type StoreHome, type StoreKind, fakeClock, storeHome } from './stores.ts';
+import { METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 
 /** The plans in force when the report is read: `legacy` is gone by then. */
 const PLANS_DOC = {
@@ -352,8 +353,8 @@ export function usageSuite(t: Test, kind: StoreKind): void {
       t.equal(JSON.parse(r.body).error, error, p);
     }
     t.equal((await request(proc.adminPort, 'POST', '/usage', {}, '')).status, 405);
-    t.equal((await request(proc.adminPort, 'GET', '/healthz/ready')).status, 200, 'probes on the admin port');
-    t.match((await request(proc.adminPort, 'GET', '/metrics')).body, /tintype_policy_checks_total/);
+    t.equal((await request(proc.adminPort, 'GET', READY_PATH)).status, 200, 'probes on the admin port');
+    t.match((await request(proc.adminPort, 'GET', METRICS_PATH)).body, /tintype_policy_checks_total/);
     await proc.kill('SIGTERM');
     t.notOk(proc.output().includes('sk_'), 'no secret in any line policy wrote');
   });

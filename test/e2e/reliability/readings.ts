@@ -8,6 +8,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { processTree } from '../../../renderer/browser/process-tree.ts';
+import { METRICS_PATH } from '../../../lib/admin.ts';
 
 /** The resident memory of one process, in MB (0 once it is gone). */
 export function rssMb(pid: number): number {
@@ -45,7 +46,7 @@ export function zombiesBelow(root: number): number {
 export function metric(adminPort: number, name: string): Promise<number> {
   return new Promise((resolve, reject) => {
     http
-      .get({ host: '127.0.0.1', port: adminPort, path: '/metrics', agent: false }, (res) => {
+      .get({ host: '127.0.0.1', port: adminPort, path: METRICS_PATH, agent: false }, (res) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (text += c));
