@@ -1,10 +1,12 @@
 /**
  * The wire constants, each in its one home, against the word of the document that fixes it: the
- * spec (Parts 2.1 and 8), docs/architecture.md §2 for what crosses between roles, and Envoy for the
- * attempt header it sends. Every other test and every role imports these constants, so this is the
- * one place their values are written twice; and the lease-id and render-token forms at their bounds.
+ * spec (Parts 2.1 and 8), docs/architecture.md §2 for what crosses between roles, the README for
+ * the admin paths, and Envoy for the attempt header it sends. Every other test and every role
+ * imports these constants, so this is the one place their values are written twice; and the
+ * lease-id and render-token forms at their bounds.
  */
 import t from 'tap';
+import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER, RENDER_STATS_PATH, RENDER_TOKEN_FORM, newRenderToken, renderAuthorization, renderStatsPath, renderTokenFrom, renderTokenFromPath } from '../../lib/guard-contract.ts';
 import {
   ATTEMPT_HEADER, CACHE_OUTCOMES, EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, LEASE_ID_FORM, MAX_BODY_BYTES, RATELIMIT_LIMIT_HEADER,
@@ -27,6 +29,7 @@ t.test('each constant says what its document says', async (t) => {
     ['architecture §2: the guard\'s own headers', [GUARD_REASON_HEADER, GUARD_FAILURE_HEADER], ['x-guard-reason', 'x-guard-failure']],
     ['architecture §2: the tally path', RENDER_STATS_PATH, '/renders/'],
     ['architecture §2: the state report path', STATE_PATH, '/state'],
+    ['README, Settings: the admin paths', [METRICS_PATH, LIVE_PATH, READY_PATH], ['/metrics', '/healthz/live', '/healthz/ready']],
   ];
   for (const [name, actual, word] of rows) t.same(actual, word, name);
 });
