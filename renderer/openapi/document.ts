@@ -120,7 +120,7 @@ const ogParam = (name: TextField): Schema => ({
   schema: { type: 'string', minLength: 1, maxLength: CEILINGS[name] },
 });
 
-/** The bodies: the ping, the validator report, one per error code of the catalogue, the requests. */
+/** The bodies: the ping, the validator report, the error bodies of the catalogue, the requests. */
 const SCHEMAS = {
   Ping: {
     type: 'object',
