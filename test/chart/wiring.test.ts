@@ -37,6 +37,10 @@ import { allowed, type Endpoint } from './network-policy-eval.ts';
 import { createPodNet, podNetAddresses, type Path, type PodNet } from './wiring/pod-net.ts';
 import { imageConfig, tintypeImage } from './tintype-image.ts';
 import { podPlans, projectConfigMaps, type PodPlan } from './wiring/pods.ts';
+import { METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
+import { STATE_PATH } from '../../lib/state-contract.ts';
+import { RATELIMIT_LIMIT_HEADER } from '../../lib/policy-contract.ts';
+import { CACHE_HEADER } from '../../renderer/server/answer-headers.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -367,8 +371,8 @@ t.test('the first key, /v1/ping and one render through the edge', async (t) => {
   const shot = await call('POST', '/v1/html-to-image', JSON.stringify({ html, width: 320, height: 200 }));
   t.equal(shot.status, 200, shot.status === 200 ? 'rendered' : shot.body.toString('utf8'));
   t.ok(shot.body.subarray(0, 4).equals(PNG), 'a PNG');
-  t.equal(shot.headers['x-cache'], 'miss');
-  t.equal(shot.headers['x-ratelimit-limit'], '60', "the free plan's position, from policy through the edge");
+  t.equal(shot.headers[CACHE_HEADER], 'miss');
+  t.equal(shot.headers[RATELIMIT_LIMIT_HEADER], '60', "the free plan's position, from policy through the edge");
 });
 
 t.test('each setting reached what it names', async (t) => {
@@ -405,11 +409,11 @@ t.test('each setting reached what it names', async (t) => {
   redis.disconnect();
   t.ok(cached.length >= 1, 'the render is in Redis');
   // GUARD_URL: the renderer's self-test went through the guard pod, which counted its decisions.
-  const metrics = await get(n.addr('guard'), byRole('guard').ports['admin']!, '/metrics');
+  const metrics = await get(n.addr('guard'), byRole('guard').ports['admin']!, METRICS_PATH);
   const decisions = [...metrics.body.toString('utf8').matchAll(/^tintype_guard_decisions_total\{[^}]*\} (\d+)/gm)].reduce((a, m) => a + Number(m[1]), 0);
   t.ok(decisions > 0, `the guard pod judged the self-test's requests (${decisions})`);
   // TINTYPE_ISOLATION and TINTYPE_SLOTS: the renderer as the pod runs it, as the controller reads it.
-  const state = await get(n.addr('renderer'), byRole('renderer').ports['admin']!, '/state');
+  const state = await get(n.addr('renderer'), byRole('renderer').ports['admin']!, STATE_PATH);
   t.match(JSON.parse(state.body.toString('utf8')), { slots: 1, guard: 'verified', draining: false });
   const renderer = procs.find((p) => p.name === byRole('renderer').deployment)!;
   t.match(renderer.output(), /"browser\.started".*"isolation":"pod"/, 'Chromium runs with the pod as its namespace');
@@ -425,7 +429,7 @@ t.test('the pods reach each other only as the NetworkPolicies say', async (t) =>
     connectFrom(n.ns('policy'), [[a('postgresql'), 5432], [a('redis'), 6379], [a('renderer'), 8082]]),
     // From outside the cluster: the edge's public port only (the pods' own rules drop the rest).
     Promise.all(([['policy', 8081], ['policy', 9081], ['renderer', 8082], ['guard', 3128]] as const).map(([pod, port]) =>
-      get(a(pod), port, '/healthz/ready', n.clientAddr, 2_000).then(() => `${pod}:${port} answered`, (e: Error) => `${pod}:${port} ${e.message}`))),
+      get(a(pod), port, READY_PATH, n.clientAddr, 2_000).then(() => `${pod}:${port} answered`, (e: Error) => `${pod}:${port} ${e.message}`))),
   ]);
   t.same(Object.values(fromRenderer), ['connected', 'connected', 'connected', 'EACCES', 'EACCES', 'EACCES', 'EACCES'],
     "the renderer (and Chromium in it): policy's settle port, the guard and Redis only");
