@@ -99,13 +99,19 @@ t.test('a pod killed mid-render: its render ends, the other pod serves, nothing 
   const html = `<img src="${site.base}/hold/${held}.png">`;
   const inFlight = apart.call({ method: 'POST', path: '/v1/html-to-image', headers: jsonWith(k.secret), body: JSON.stringify({ html, width: 100, height: 100 }) });
   await site.arrived(held);
-  // The pod that holds it is the one with a slot in use (its admin port's metrics).
-  const busy = (['r1', 'r2'] as const).map((m) => {
+  // The pod that holds it is the one with a slot in use (its admin port's metrics); a reading
+  // can miss under load, so ask again until one pod says so.
+  const holder = (): 'r1' | 'r2' | undefined => (['r1', 'r2'] as const).find((m) => {
     const r = spawnSync('ip', ['netns', 'exec', apart.net.ns('e'), 'node', '-e',
       `fetch('http://${apart.net.addr(m)}:${ROLE_PORTS.rendererAdmin}/metrics').then(r=>r.text()).then(t=>console.log(t)).catch(()=>console.log(''))`], { encoding: 'utf8' });
-    return { m, busy: /^tintype_render_slots_busy 1$/m.test(r.stdout) };
+    return /^tintype_render_slots_busy 1$/m.test(r.stdout);
   });
-  const victim = busy.find((b) => b.busy)?.m ?? 'r1';
+  let victim = holder();
+  for (let tries = 0; victim === undefined && tries < 20; tries++) {
+    await new Promise((r) => setTimeout(r, 250));
+    victim = holder();
+  }
+  if (victim === undefined) throw new Error('no renderer pod reports the held render');
   const survivor = victim === 'r1' ? 'r2' : 'r1';
   await apart.procs[victim].kill('SIGKILL');
   const a = await inFlight;
