@@ -12,10 +12,10 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '../test/e2e/reliability/instances.ts';
 
 /** The versions measured; bump both together and re-measure. */
 export const PEER_VERSION = '2.42.0';
@@ -59,17 +59,6 @@ export async function installPeer(): Promise<string | undefined> {
   return undefined;
 }
 
-/** A free loopback port. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** A running browserless. */
 export interface Peer {
