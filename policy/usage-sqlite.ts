@@ -2,8 +2,9 @@
  * Reads a month of the SQLite ledger for the usage report without disturbing policy: a
  * read-only connection of its own, one read transaction (WAL: it never blocks a check or a
  * settle, and they never block it), in a worker thread so that inside `tintype policy` or
- * `tintype start` a month of millions of records does not hold up the event loop. Each key's
- * month is one range of the usage_key_month_tally index (migration 4), read without the table.
+ * `tintype start` the read never holds up the event loop. The month's records are counted by
+ * usage_tally (migration 5): one range of its index, a row per key and kind of record, however
+ * many calls the month held.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -25,15 +26,16 @@ const WORKER = `
       ? db.prepare('SELECT id, name, plan, created_at, revoked_at FROM api_keys WHERE id = ?').all(keyId)
       : db.prepare('SELECT id, name, plan, created_at, revoked_at FROM api_keys ORDER BY created_at, id').all())
       .map((r) => ({ id: r.id, name: r.name, plan: r.plan, createdAt: r.created_at, revokedAt: r.revoked_at }));
-    const tally = db.prepare('SELECT operation, status, error, cache, metered, outcome, count(*) AS n FROM usage ' +
-      'WHERE key_id = ? AND month = ? GROUP BY operation, status, error, cache, metered, outcome');
-    const tallies = [];
-    for (const k of keys) {
-      for (const r of tally.all(k.id, month)) {
-        tallies.push({ keyId: k.id, operation: r.operation, status: r.status, error: r.error, cache: r.cache,
-          metered: r.metered === 1, outcome: r.outcome, n: r.n });
-      }
-    }
+    // usage_tally (migration 5) counts the ledger as it is written; a store policy has not yet
+    // migrated is counted from the ledger itself, slower and as exact.
+    const counted = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'usage_tally'").get() !== undefined;
+    const rows = counted
+      ? db.prepare('SELECT key_id, operation, status, error, cache, metered, outcome, n FROM usage_tally WHERE month = ?' +
+          (one ? ' AND key_id = ?' : '') + ' AND n > 0').all(...(one ? [month, keyId] : [month]))
+      : db.prepare('SELECT key_id, operation, status, error, cache, metered, outcome, count(*) AS n FROM usage WHERE month = ?' +
+          (one ? ' AND key_id = ?' : '') + ' GROUP BY key_id, operation, status, error, cache, metered, outcome').all(...(one ? [month, keyId] : [month]));
+    const tallies = rows.map((r) => ({ keyId: r.key_id, operation: r.operation, status: r.status, error: r.error, cache: r.cache,
+      metered: r.metered === 1, outcome: r.outcome, n: r.n }));
     const used = db.prepare('SELECT key_id AS keyId, used FROM usage_months WHERE month = ?' + (one ? ' AND key_id = ?' : ''))
       .all(...(one ? [month, keyId] : [month]));
     const open = db.prepare('SELECT key_id AS keyId, count(*) AS n FROM leases WHERE month = ?' + (one ? ' AND key_id = ?' : '') + ' GROUP BY key_id')

@@ -142,6 +142,49 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       DROP INDEX IF EXISTS usage_key_month;
     `,
   },
+  {
+    // The ledger counted as it is written (README "Reading usage"): one row per key, month and
+    // kind of record (operation, status, error, cache, metered, outcome) with how many records
+    // of that kind the ledger holds, kept by triggers in the transaction that writes the
+    // ledger, so the two always agree. `tintype usage` reads a month from here, a few thousand
+    // rows however many calls it held, instead of the ledger. The count of an existing ledger
+    // is taken here once, inside the migration's write transaction. The index of migration 4
+    // served only the report and went into every settle: it goes.
+    version: 5,
+    sql: `
+      CREATE TABLE IF NOT EXISTS usage_tally (
+        month TEXT NOT NULL,
+        key_id TEXT NOT NULL,
+        operation TEXT NOT NULL,
+        status INTEGER,
+        error TEXT,
+        cache TEXT,
+        metered INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        n INTEGER NOT NULL
+      );
+      -- A status is never 0 and a code or cache outcome never empty, so these stand for null.
+      CREATE UNIQUE INDEX IF NOT EXISTS usage_tally_kind ON usage_tally
+        (month, key_id, operation, coalesce(status, 0), coalesce(error, ''), coalesce(cache, ''), metered, outcome);
+      DELETE FROM usage_tally;
+      INSERT INTO usage_tally (month, key_id, operation, status, error, cache, metered, outcome, n)
+        SELECT month, key_id, operation, status, error, cache, metered, outcome, count(*) FROM usage
+        GROUP BY key_id, month, operation, status, error, cache, metered, outcome;
+      CREATE TRIGGER IF NOT EXISTS usage_tally_insert AFTER INSERT ON usage BEGIN
+        INSERT INTO usage_tally (month, key_id, operation, status, error, cache, metered, outcome, n)
+          VALUES (NEW.month, NEW.key_id, NEW.operation, NEW.status, NEW.error, NEW.cache, NEW.metered, NEW.outcome, 1)
+          ON CONFLICT (month, key_id, operation, coalesce(status, 0), coalesce(error, ''), coalesce(cache, ''), metered, outcome)
+          DO UPDATE SET n = n + 1;
+      END;
+      -- Policy never deletes from the ledger; an operator who prunes old months keeps the count exact.
+      CREATE TRIGGER IF NOT EXISTS usage_tally_delete AFTER DELETE ON usage BEGIN
+        UPDATE usage_tally SET n = n - 1 WHERE month = OLD.month AND key_id = OLD.key_id AND operation = OLD.operation
+          AND coalesce(status, 0) = coalesce(OLD.status, 0) AND coalesce(error, '') = coalesce(OLD.error, '')
+          AND coalesce(cache, '') = coalesce(OLD.cache, '') AND metered = OLD.metered AND outcome = OLD.outcome;
+      END;
+      DROP INDEX IF EXISTS usage_key_month_tally;
+    `,
+  },
 ];
 
 /**

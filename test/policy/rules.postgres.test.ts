@@ -1,15 +1,17 @@
 import t from 'tap';
 import pg from 'pg';
+import { loadConfig } from '../../lib/config.ts';
 import { createPolicy } from '../../policy/authorize.ts';
 import { hashSecret, newSecret } from '../../policy/secrets.ts';
 import { BUILT_IN_PLANS } from '../../policy/plans.ts';
 import { PG_MIGRATIONS } from '../../policy/store/postgres-schema.ts';
+import { openUsageReader, readUsage } from '../../policy/usage-reader.ts';
 import { rulesSuite } from './rules-suite.ts';
 import { fakeClock, storeHome } from './stores.ts';
 
 rulesSuite(t, 'postgres');
 
-for (const left of [1, 2]) {
+for (const left of [1, 2, 4]) {
   t.test(`a database left at migration ${left} is brought to the latest at start, once, keeping its leases and ledger`, async (t) => {
     const home = await storeHome('postgres');
     t.teardown(() => home.drop());
@@ -35,6 +37,10 @@ for (const left of [1, 2]) {
     await c.query(`INSERT INTO usage (lease_id, key_id, operation, month, status, error, cache, metered, outcome, checked_at, recorded_at)
       VALUES ('lease_0', 'key_old', 'og', '2026-06', 200, NULL, 'miss', TRUE, 'settled', $1, $1)`, [now - 1000]);
 
+    const older = openUsageReader(loadConfig(home.env));
+    t.equal((await readUsage(older, BUILT_IN_PLANS, '2026-06', { keyId: 'key_old' })).totals.records, 1,
+      'the usage report of a store not yet upgraded counts its ledger');
+    await older.close();
     const store = home.open();
     t.teardown(() => store.close());
     await store.migrate();
@@ -50,5 +56,10 @@ for (const left of [1, 2]) {
     t.equal(await store.inFlight('key_old'), 0);
     t.same((await store.usage('key_old')).map((u) => u.leaseId), ['lease_0', 'lease_a'], 'the ledger keeps its order; the 400 writes no usage');
     t.equal((await policy.check(`Bearer ${secret}`, 'ping')).allow, true, 'checks run on the migrated schema');
+    const reader = openUsageReader(loadConfig(home.env));
+    const june = await readUsage(reader, BUILT_IN_PLANS, '2026-06', { keyId: 'key_old' });
+    await reader.close();
+    t.same([june.totals.records, june.totals.metered, june.totals.statuses], [2, 2, { 200: 1, 504: 1 }],
+      'the usage report counts the record from before the upgrade and the one after');
   });
 }

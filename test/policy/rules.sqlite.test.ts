@@ -1,16 +1,18 @@
 import t from 'tap';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { loadConfig } from '../../lib/config.ts';
 import { createPolicy } from '../../policy/authorize.ts';
 import { hashSecret, newSecret } from '../../policy/secrets.ts';
 import { BUILT_IN_PLANS } from '../../policy/plans.ts';
 import { SQLITE_MIGRATIONS } from '../../policy/store/sqlite.ts';
+import { openUsageReader, readUsage } from '../../policy/usage-reader.ts';
 import { rulesSuite } from './rules-suite.ts';
 import { fakeClock, storeHome } from './stores.ts';
 
 rulesSuite(t, 'sqlite');
 
-for (const left of [1, 2]) {
+for (const left of [1, 2, 4]) {
   t.test(`a database left at migration ${left} keeps its keys, leases and ledger through the latest`, async (t) => {
     const home = await storeHome('sqlite');
     t.teardown(() => home.drop());
@@ -35,6 +37,10 @@ for (const left of [1, 2]) {
       VALUES ('lease_0', 'key_old', 'og', '2026-06', 200, NULL, 'miss', 1, 'settled', ?, ?)`).run(now - 1000, now - 500);
     db.close();
 
+    const older = openUsageReader(loadConfig(home.env));
+    t.equal((await readUsage(older, BUILT_IN_PLANS, '2026-06', { keyId: 'key_old' })).totals.records, 1,
+      'the usage report of a store not yet upgraded counts its ledger');
+    await older.close();
     const store = home.open();
     t.teardown(() => store.close());
     await store.migrate();
@@ -55,5 +61,10 @@ for (const left of [1, 2]) {
     const usage = await store.usage('key_old');
     t.same(usage.map((u) => u.leaseId), ['lease_0', 'lease_a'], 'the ledger keeps its order; the 400 writes no usage');
     t.equal((await after.check(`Bearer ${secret}`, 'pdf')).allow, true, 'checks run on the new schema');
+    const reader = openUsageReader(loadConfig(home.env));
+    const june = await readUsage(reader, BUILT_IN_PLANS, '2026-06', { keyId: 'key_old' });
+    await reader.close();
+    t.same([june.totals.records, june.totals.metered, june.totals.statuses], [2, 2, { 200: 1, 504: 1 }],
+      'the usage report counts the record from before the upgrade and the one after');
   });
 }
