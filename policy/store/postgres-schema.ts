@@ -232,8 +232,8 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
     // The ledger counted as it is written (README "Reading usage"): one row per key, month and
     // kind of record (operation, status, error, cache, metered, outcome) with how many records
     // of that kind the ledger holds, kept by a trigger in the transaction that writes the
-    // ledger, so the two always agree. `tintype usage` reads a month from here, a few thousand
-    // rows however many calls it held, instead of the ledger. The trigger's row lock adds no
+    // ledger, so the two always agree. `tintype usage` reads a month from here, some tens of
+    // rows per key however many calls it held, instead of the ledger. The trigger's row lock adds no
     // wait: a transaction that counts a record of a key already holds that key's key_state row
     // (tintype_close takes it first), so no other can be counting the same key meanwhile.
     // The count of an existing ledger is taken once here, the ledger's writes held back from

@@ -146,8 +146,8 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
     // The ledger counted as it is written (README "Reading usage"): one row per key, month and
     // kind of record (operation, status, error, cache, metered, outcome) with how many records
     // of that kind the ledger holds, kept by triggers in the transaction that writes the
-    // ledger, so the two always agree. `tintype usage` reads a month from here, a few thousand
-    // rows however many calls it held, instead of the ledger. The count of an existing ledger
+    // ledger, so the two always agree. `tintype usage` reads a month from here, some tens of
+    // rows per key however many calls it held, instead of the ledger. The count of an existing ledger
     // is taken here once, inside the migration's write transaction. The index of migration 4
     // served only the report and went into every settle: it goes.
     version: 5,

@@ -400,6 +400,55 @@ export function usageSuite(t: Test, kind: StoreKind): void {
       await release();
     }
   });
+
+  t.test('settles in parallel from two replicas are each counted once', async (t) => {
+    // A store of its own: this one writes.
+    const home = await storeHome(kind);
+    const store = home.open();
+    const replica = home.open();
+    t.teardown(async () => {
+      await store.close();
+      await replica.close();
+      await home.drop();
+    });
+    await store.migrate();
+    const plans: Plans = { ...PLANS, wide: { monthlyQuota: 100_000, perMinute: 100_000, concurrentRenders: 1_000 } };
+    const clock = fakeClock('2026-08-10T12:00:00Z');
+    const policies = [store, replica].map((st) => createPolicy({ store: st, plans, clock: clock.now, leaseTtlMs: TTL }));
+    const k = await createKey(store, plans, { plan: 'wide', now: clock.now() });
+    const outcomes: Outcome[] = [{ status: 200 }, { status: 200 }, { status: 499 }, { status: 502, error: 'render_failed' }];
+    // Waves no wider than a replica's connections (10 for PostgreSQL), each opened beforehand: a
+    // wait for a connection has a check's budget, which a loaded machine can pass.
+    for (const st of [store, replica]) {
+      for (let i = 0; i < 20; i++) {
+        const warm = await Promise.allSettled(Array.from({ length: 10 }, () => st.monthUsed(k.id, '2026-08')));
+        if (warm.every((w) => w.status === 'fulfilled')) break;
+      }
+    }
+    const leases: string[] = [];
+    const settled: string[] = [];
+    for (let wave = 0; wave < 10; wave++) {
+      const ids = await Promise.all(Array.from({ length: 20 }, async (_, i) => {
+        const d = await policies[i % 2]!.check(`Bearer ${k.secret}`, 'ping');
+        if (!d.allow) throw new Error('refused');
+        return d.leaseId;
+      }));
+      leases.push(...ids);
+      // Every settle of a kind of record meets others of that kind from both replicas, the
+      // first ones of each kind included.
+      settled.push(...await Promise.all(ids.map((lease, i) => policies[i % 2]!.settle({ lease, ...outcomes[i % 4]! }))));
+    }
+    t.equal(settled.filter((r) => r === 'settled').length, 200);
+    const reader = openUsageReader(loadConfig(home.env));
+    const report = await readUsage(reader, plans, '2026-08', { keyId: k.id });
+    await reader.close();
+    const ledger = await store.usage(k.id);
+    t.equal(ledger.length, 200, 'the ledger holds every settle');
+    const byStatus: Record<string, number> = {};
+    for (const u of ledger) byStatus[String(u.status)] = (byStatus[String(u.status)] ?? 0) + 1;
+    t.same(report.keys[0]?.statuses, byStatus, 'the report counts what the ledger holds');
+    t.same([report.totals.records, report.totals.metered, report.totals.errors], [200, 150, { render_failed: 50 }]);
+  });
 }
 
 /**
