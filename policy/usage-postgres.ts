@@ -9,7 +9,7 @@ import pg from 'pg';
 import type { UsageReader } from './usage-reader.ts';
 import type { LedgerTally, UsageSnapshot } from './usage-report.ts';
 
-/** The longest one read may take; a month of 10 million records reads in well under a second (bench/usage.ts). */
+/** The longest one read may take: usage_tally answers far sooner; a ledger not yet migrated, counted whole, may take minutes. */
 const READ_TIMEOUT_MS = 300_000;
 const CONNECT_TIMEOUT_MS = 5_000;
 
