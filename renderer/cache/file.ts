@@ -11,6 +11,7 @@ import path from 'node:path';
 import type { Logger } from '../../lib/log.ts';
 import { PRIVATE_FILE_MODE, ensurePrivateDir } from '../../lib/private-files.ts';
 import { CACHE_TTL_MS, type CachedFile, type RenderCache } from './cache.ts';
+import { FailureLog } from './failure-log.ts';
 import { DEFAULT_HOT_BYTES, HotEntries } from './hot.ts';
 
 export interface FileCacheOptions {
@@ -81,7 +82,6 @@ async function readHead(file: string): Promise<Header | undefined> {
 export class FileCache implements RenderCache {
   private readonly dir: string;
   private readonly maxBytes: number;
-  private readonly logger: Logger;
   private readonly now: () => number;
   private readonly ttlMs: number;
   /** Entries by file name, oldest first (Map keeps insertion order; a re-store moves to the end). */
@@ -89,14 +89,15 @@ export class FileCache implements RenderCache {
   private total = 0;
   private started = false;
   private readonly hot: HotEntries;
+  private readonly storeFailures: FailureLog;
 
   constructor(options: FileCacheOptions) {
     this.dir = options.dir;
     this.maxBytes = options.maxBytes;
-    this.logger = options.logger;
     this.now = options.now ?? Date.now;
     this.ttlMs = options.ttlMs ?? CACHE_TTL_MS;
     this.hot = new HotEntries(options.hotBytes ?? Math.min(DEFAULT_HOT_BYTES, options.maxBytes));
+    this.storeFailures = new FailureLog(options.logger, 'cache.store', { backend: 'file' });
   }
 
   /** Bytes currently held, headers included. */
@@ -181,10 +182,13 @@ export class FileCache implements RenderCache {
       await writeFile(temp, data, { mode: PRIVATE_FILE_MODE, flag: 'wx' });
       await rename(temp, path.join(this.dir, name));
     } catch (err) {
-      this.logger.warn('cache.store_failed', { backend: 'file', error: err instanceof Error ? err.message : 'unknown' });
+      // Skipped, never failed (RenderCache.set): a full disk answers every render uncached, and
+      // says so once, not once per render.
+      this.storeFailures.failed(err);
       await unlink(temp).catch(() => undefined);
       return;
     }
+    this.storeFailures.succeeded();
     this.track(name, { size: data.length, expiresAt });
     // Held hot only once the file is in place: a reader sees the old entry or the new one, whole.
     this.hot.set(name, { key, body: data.subarray(data.length - file.body.length), contentType: file.contentType, expiresAt });

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { chmod, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -156,6 +156,30 @@ t.test('file cache', async (t) => {
     t.equal(await modeOf(d), '700', 'an existing directory is narrowed');
     t.equal(await modeOf(path.join(d, entry!)), '600', 'an existing entry is narrowed');
     t.ok(await again.get('a'), 'and still served');
+  });
+
+  t.test('a store it cannot write is skipped, logged when it begins, changes cause and ends', async (t) => {
+    const d = path.join(dir, 'unwritable');
+    const lines: Array<{ level: string; event: string; code?: string; after?: string }> = [];
+    const c = new FileCache({ dir: d, maxBytes: 1_000_000, logger: createLogger('test', { sink: (l) => lines.push(JSON.parse(l)) }) });
+    await c.start();
+    const failures = () => lines.filter((l) => l.event === 'cache.store_failed').map((l) => `${l.level} ${l.code}`);
+    // The directory turned into a file: no entry can be written into it (ENOTDIR).
+    await rm(d, { recursive: true });
+    await writeFile(d, 'not a directory');
+    for (let i = 0; i < 3; i++) await c.set(`notdir-${i}`, png(10));
+    t.same(failures(), ['warn ENOTDIR'], 'three skipped stores, one line');
+    // The directory gone (ENOENT): another cause, said once more.
+    await rm(d);
+    for (let i = 0; i < 2; i++) await c.set(`gone-${i}`, png(10));
+    t.same(failures(), ['warn ENOTDIR', 'warn ENOENT'], 'a new cause, one more line');
+    t.equal(await c.get('notdir-0'), undefined, 'a skipped store is a miss');
+    await mkdir(d, { mode: 0o700 });
+    await c.set('back', png(10));
+    await c.set('back-again', png(10));
+    t.same(lines.filter((l) => l.event === 'cache.store_resumed').map((l) => `${l.level} ${l.after}`), ['info ENOENT'], 'the end, once');
+    t.ok(await c.get('back'), 'stored again once it can be');
+    t.equal(failures().length, 2, 'no failure line while stores succeed');
   });
 
   t.test('entries expired while stopped are dropped at start', async (t) => {
