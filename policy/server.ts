@@ -140,7 +140,14 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
         // A key is read from the authorization header only, never from the query (spec Part 5 rule 3).
         const d = await policy.check(header(req.headers.authorization), operation);
         storeOk = true;
-        if (d.allow) {
+        if (d.allow && (await requesterGone(req, res))) {
+          // Its ext_authz timeout passed while the check waited: the edge has answered 503 busy
+          // and will never carry this lease, so it is closed now, as a 503 closes it (nothing
+          // recorded, its places freed), instead of holding a render place until it expires.
+          outcome = 'withdrawn';
+          await policy.settle({ lease: d.leaseId, status: 503 });
+          res.destroy();
+        } else if (d.allow) {
           outcome = 'granted';
           res.writeHead(200, {
             [LEASE_HEADER]: leases.sign({ id: d.leaseId, keyId: d.keyId, operation, expiresAt: d.expiresAt }),
@@ -291,6 +298,18 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
       return { port: (server.address() as AddressInfo).port };
     },
   };
+}
+
+/**
+ * Whether whoever asked for a check has gone: its connection closed or ended. A requester that
+ * gave up closes its connection (the edge's and Envoy's ext_authz timeout), but its close may sit
+ * unread behind the request itself; one more turn of the event loop reads it, so a grant nobody
+ * will receive is not mistaken for one that is on its way.
+ */
+async function requesterGone(req: http.IncomingMessage, res: http.ServerResponse): Promise<boolean> {
+  await new Promise((resolve) => setImmediate(resolve));
+  const socket = req.socket;
+  return res.destroyed || socket.destroyed || socket.readableEnded || !socket.writable;
 }
 
 /** The `lease` of a settle body, when it has one. */

@@ -2,6 +2,7 @@
  * The ext_authz + settle HTTP server (docs/architecture.md §2) over real sockets, on a real store.
  * Run once per backend by server.sqlite.test.ts and server.postgres.test.ts.
  */
+import net from 'node:net';
 import type { Test } from 'tap';
 import { loadConfig } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';
@@ -249,6 +250,30 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const s = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: before.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
     t.equal(s.status, 204, 'the retried settle lands once the store is back');
     t.equal((await store.usage(k.id)).length, 1);
+  });
+
+  t.test('a grant whose requester has gone is withdrawn: no place held, no call spent, nothing recorded', async (t) => {
+    const { port, key, store, lines } = await serve(t, kind);
+    const k = await key('pro');
+    // A requester past its ext_authz timeout closes its connection; here the close follows the
+    // request at once, so it waits unread behind it when the check runs.
+    await new Promise<void>((resolve, reject) => {
+      const socket = net.connect(port, '127.0.0.1', () => {
+        socket.end(`POST /authz/v1/pdf HTTP/1.1\r\nhost: policy\r\nauthorization: Bearer ${k.secret}\r\ncontent-length: 0\r\n\r\n`);
+      });
+      socket.on('error', reject);
+      socket.on('close', () => resolve());
+      socket.resume();
+    });
+    const checked = async (): Promise<string[]> => lines.filter((l) => l.includes('"event":"check"')).map((l) => String(JSON.parse(l).outcome));
+    while ((await checked()).length === 0) await new Promise((r) => setTimeout(r, 20));
+    t.same(await checked(), ['withdrawn'], 'checked, then withdrawn');
+    t.equal(await store.openLeases(k.id), 0, 'no lease left to expire');
+    t.equal(await store.inFlight(k.id), 0, 'its render place is free');
+    t.equal(await store.monthUsed(k.id, '2026-08'), 0, 'the call it reserved is given back');
+    t.same(await store.usage(k.id), [], 'nothing recorded');
+    const r = await request(port, 'POST', '/authz/v1/pdf', { authorization: `Bearer ${k.secret}` });
+    t.equal(r.status, 200, 'a requester that waits is granted as before');
   });
 
   t.test('parallel HTTP checks on two replicas and many connections never pass the quota, the places or the window', async (t) => {
