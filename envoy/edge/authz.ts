@@ -74,7 +74,15 @@ export function createAuthzClient(policyUrl: string, timeoutMs: number): AuthzCl
             });
           },
         );
-        req.once('timeout', () => req.destroy(new AuthzUnavailable('policy timed out')));
+        // At the timeout the answer may already be here, unread behind the timer (a busy event
+        // loop): it is read first, so a grant policy sent in time is not dropped, its lease left
+        // to expire. Otherwise the check is given up, and the connection closed says so to
+        // policy, which withdraws a grant it makes after that.
+        let answered = false;
+        req.once('response', () => (answered = true));
+        req.once('timeout', () => setImmediate(() => {
+          if (!answered) req.destroy(new AuthzUnavailable('policy timed out'));
+        }));
         req.once('error', (err) => reject(err instanceof AuthzUnavailable ? err : new AuthzUnavailable('policy unreachable')));
         req.end();
       });

@@ -107,6 +107,8 @@ export function createEdge(options: EdgeOptions): Edge {
   const requests = registry.counter('tintype_edge_requests_total', 'Answers given by the edge, by operation and status.');
   const latency = registry.histogram('tintype_edge_request_duration_seconds', 'Time from request to complete answer at the edge.');
   const aborts = registry.counter('tintype_edge_client_aborts_total', 'Requests whose client went away before the answer was complete.');
+  const authzErrors = registry.counter('tintype_edge_authz_errors_total', 'ext_authz checks policy did not answer (refused, reset, past the timeout), answered 503 busy.');
+  authzErrors.inc({}, 0);
   const authz = createAuthzClient(options.policyUrl, options.authzTimeoutMs ?? 2_000);
   const margin = options.upstreamMarginMs ?? UPSTREAM_MARGIN_MS;
   const upstream = createUpstream(options.rendererUrls, (options.renderTimeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS) + margin);
@@ -169,6 +171,7 @@ export function createEdge(options: EdgeOptions): Edge {
       decision = await authz.check(req.method ?? 'GET', req.url ?? '/', req.headers, propagated);
     } catch {
       // Policy cannot be asked: nobody is refused for it and nothing is leased (Envoy status_on_error).
+      authzErrors.inc();
       writeError(res, new ServiceError('busy'));
       return { status: 503, error: 'busy' };
     } finally {
