@@ -35,7 +35,7 @@ printMachine();
 console.log(`soak: ${CLIENTS} clients for ${SECONDS} s, ${opts.fuzz} fuzzed bodies, dependency phases of ${PHASE_MS / 1000} s, seed ${SEED}`);
 
 const sustained = await sustainedLoad({ clients: CLIENTS, durationMs: SECONDS * 1000, seed: SEED });
-console.log(`sustained load: ${sustained.requests} requests, ${JSON.stringify(sustained.answers_by_status)}; unexpected 5xx ${sustained.unexpected_5xx}; RSS ${sustained.rss_mb_start} → ${sustained.rss_mb_end} MB; leaked slots ${sustained.leaked_slots}, leases ${sustained.leaked_leases}`);
+console.log(`sustained load: ${sustained.requests} requests, ${JSON.stringify(sustained.answers_by_status)}; unexpected 5xx ${sustained.unexpected_5xx}; RSS ${sustained.rss_mb_start} → ${sustained.rss_mb_end} MB; leaked slots ${sustained.leaked_slots}, leases ${sustained.leaked_leases}; ext_authz checks given up ${sustained.authz_errors}, leases expired unsettled ${sustained.unsettled_leases}`);
 
 const killAfterMs = Math.max(3_000, (SECONDS * 1000) / 4);
 const crashSqlite = await killUnderLoad({ store: 'sqlite', keys: 10, clients: Math.min(CLIENTS, 50), killAfterMs, seed: SEED });
@@ -65,6 +65,7 @@ console.log(JSON.stringify({
   rss_mb_end: sustained.rss_mb_end,
   leaked_slots: sustained.leaked_slots,
   leaked_leases: sustained.leaked_leases,
+  authz_errors: sustained.authz_errors,
   unsettled_leases: sustained.unsettled_leases,
   acknowledged_metered: crashSqlite.acknowledged_metered,
   ledger_metered: crashSqlite.ledger_metered,

@@ -17,8 +17,15 @@ export interface SustainedFigures {
   leaked_slots: number;
   leaked_leases: number;
   /**
-   * Leases that expired unsettled although every request was answered: an edge that could not
-   * reach the renderer answers 503 `busy` and, like Envoy, cannot settle; the lease then expires.
+   * ext_authz checks the edge gave up on (policy did not answer within the timeout, as on an
+   * overloaded machine), each answered 503 `busy`.
+   */
+  authz_errors: number;
+  /**
+   * Leases that expired unsettled although every request was answered. Policy withdraws a grant
+   * whose requester has gone, and the edge reads a grant that arrived by its timeout, so the only
+   * ones left are grants handed to the connection in the very instant the edge gave up on them:
+   * at most `authz_errors`, none when no check was given up.
    */
   unsettled_leases: number;
 }
@@ -42,6 +49,7 @@ export async function sustainedLoad(o: { clients: number; durationMs: number; se
       rss_mb_end: rssMb(svc.pid),
       leaked_slots: await metric(svc.adminPort, 'tintype_render_slots_busy'),
       leaked_leases: await openLeases(store),
+      authz_errors: await metric(svc.adminPort, 'tintype_edge_authz_errors_total'),
       unsettled_leases: await unsettledLeases(store),
     };
   } finally {
