@@ -1,12 +1,12 @@
 /**
  * Dependencies lost under load (the README's "What it survives"), each on an instance of its own:
  * PostgreSQL stopped and started (503 `busy`, never a 500, served again without a restart,
- * metering off only for calls in flight), Redis stopped and started (renders still served). The full data
- * directory is measured by `npm run bench -- soak` only: it fails some renders (README "What it
- * survives"), a defect not yet found.
+ * metering off only for calls in flight), Redis stopped and started (renders still served), the
+ * data directory's disk full (renders still served, the file cache skipped and said so once). The
+ * full disk is a tmpfs mounted for the test, so it runs as root, as CI runs it.
  */
 import t from 'tap';
-import { postgresOutage, redisOutage } from './dependencies.ts';
+import { diskFull, postgresOutage, redisOutage } from './dependencies.ts';
 
 t.setTimeout(900_000);
 const PHASE_MS = 4_000;
@@ -22,4 +22,11 @@ t.test('PostgreSQL stopped and started under load', async (t) => {
 
 t.test('Redis stopped and started while rendering', async (t) => {
   t.equal(await redisOutage({ phaseMs: PHASE_MS }), 0, 'every render was served');
+});
+
+t.test('the data directory full while rendering', async (t) => {
+  const f = await diskFull({ phaseMs: PHASE_MS });
+  t.ok(f.renders > 0, `renders were made (${f.renders})`);
+  t.equal(f.failed, 0, `every render was served: ${JSON.stringify(f.failures)}`);
+  t.equal(f.storeFailedLines, 1, 'the cache said once that it cannot store');
 });

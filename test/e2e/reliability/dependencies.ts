@@ -37,10 +37,17 @@ const FULL_BUDGET = { TINTYPE_RENDER_TIMEOUT_MS: '30000' };
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** A render that is always a miss. */
-async function uniqueRender(svc: Service, secret: string, n: number): Promise<number> {
+/** A render that is always a miss: its status, and its error code when it has one. */
+async function uniqueRender(svc: Service, secret: string, n: number): Promise<string> {
   const body = JSON.stringify({ html: `<p>dependency ${n} ${process.hrtime.bigint()}</p>`, width: 200, height: 100 });
-  return (await send({ port: svc.port, method: 'POST', path: '/v1/html-to-image', headers: jsonWith(secret), body })).status;
+  const a = await send({ port: svc.port, method: 'POST', path: '/v1/html-to-image', headers: jsonWith(secret), body });
+  let error: unknown;
+  try {
+    error = (JSON.parse(a.body.toString('utf8')) as { error?: unknown }).error;
+  } catch {
+    // an image, or no JSON: the status alone
+  }
+  return typeof error === 'string' ? `${a.status} ${error}` : String(a.status);
 }
 
 export async function postgresOutage(o: { clients: number; phaseMs: number; seed: number }): Promise<Pick<DependencyFigures, 'pg_outage_5xx_other' | 'pg_outage_double_counted' | 'pg_outage_in_flight' | 'recovery_ms'>> {
@@ -74,18 +81,24 @@ export async function postgresOutage(o: { clients: number; phaseMs: number; seed
   }
 }
 
+/** Renders that were not served, by status and error code (`"429 concurrent_limit"`, …). */
+export type Failures = Record<string, number>;
+
 /** Renders one after another while `during` runs; counts those that were not served. */
-async function rendersWhile(svc: Service, secret: string, during: Promise<void>): Promise<{ renders: number; failed: number }> {
+async function rendersWhile(svc: Service, secret: string, during: Promise<void>): Promise<{ renders: number; failed: number; failures: Failures }> {
   let over = false;
   void during.then(() => (over = true));
   let renders = 0;
   let failed = 0;
+  const failures: Failures = {};
   while (!over) {
-    const status = await uniqueRender(svc, secret, renders);
+    const answer = await uniqueRender(svc, secret, renders);
     renders += 1;
-    if (status !== 200) failed += 1;
+    if (answer === '200') continue;
+    failed += 1;
+    failures[answer] = (failures[answer] ?? 0) + 1;
   }
-  return { renders, failed };
+  return { renders, failed, failures };
 }
 
 export async function redisOutage(o: { phaseMs: number }): Promise<number> {
@@ -108,7 +121,16 @@ export async function redisOutage(o: { phaseMs: number }): Promise<number> {
   }
 }
 
-export async function diskFull(o: { phaseMs: number }): Promise<number> {
+/** What the full-disk scenario saw. */
+export interface DiskFull {
+  renders: number;
+  failed: number;
+  failures: Failures;
+  /** Lines the service logged for cache stores it could not write (one when the failure began). */
+  storeFailedLines: number;
+}
+
+export async function diskFull(o: { phaseMs: number }): Promise<DiskFull> {
   // Policy on a PostgreSQL of its own, so the full disk is the file cache's alone.
   const pg = await startPostgres();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'tintype-full-'));
@@ -122,7 +144,9 @@ export async function diskFull(o: { phaseMs: number }): Promise<number> {
     } catch {
       // ENOSPC: the disk is full, as meant
     }
-    return (await rendersWhile(svc, key!.secret, sleep(o.phaseMs))).failed;
+    const r = await rendersWhile(svc, key!.secret, sleep(o.phaseMs));
+    const storeFailedLines = svc.stderr().split('\n').filter((l) => l.includes('"event":"cache.store_failed"')).length;
+    return { ...r, storeFailedLines };
   } finally {
     await svc?.signal('SIGTERM');
     execFileSync('umount', ['-l', dataDir]);
@@ -134,6 +158,6 @@ export async function diskFull(o: { phaseMs: number }): Promise<number> {
 export async function dependenciesLost(o: { clients: number; phaseMs: number; seed: number }): Promise<DependencyFigures> {
   const pgFigures = await postgresOutage(o);
   const redisFailed = await redisOutage(o);
-  const diskFailed = await diskFull(o);
-  return { ...pgFigures, redis_outage_failed: redisFailed, disk_full_failed: diskFailed };
+  const disk = await diskFull(o);
+  return { ...pgFigures, redis_outage_failed: redisFailed, disk_full_failed: disk.failed };
 }
