@@ -303,8 +303,8 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
 /**
  * Whether whoever asked for a check has gone: its connection closed or ended. A requester that
  * gave up closes its connection (the edge's and Envoy's ext_authz timeout), but its close may sit
- * unread behind the request itself; one more turn of the event loop reads it, so a grant nobody
- * will receive is not mistaken for one that is on its way.
+ * unread behind the request itself: one more turn of the event loop reads it before the grant
+ * would be sent.
  */
 async function requesterGone(req: http.IncomingMessage, res: http.ServerResponse): Promise<boolean> {
   await new Promise((resolve) => setImmediate(resolve));
