@@ -22,7 +22,8 @@ export class AuthzUnavailable extends Error {
 }
 
 export interface AuthzClient {
-  check(method: string, pathWithQuery: string, clientHeaders: http.IncomingHttpHeaders, trace: Headers): Promise<AuthzDecision>;
+  /** `clientGone` gives the check up as Envoy does when its client resets: policy sees the close. */
+  check(method: string, pathWithQuery: string, clientHeaders: http.IncomingHttpHeaders, trace: Headers, clientGone?: AbortSignal): Promise<AuthzDecision>;
   close(): void;
 }
 
@@ -43,7 +44,7 @@ export function createAuthzClient(policyUrl: string, timeoutMs: number): AuthzCl
   // so a check never goes out on a connection policy is closing.
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256, timeout: AUTHZ_IDLE_MS });
   return {
-    check(method, pathWithQuery, clientHeaders, trace) {
+    check(method, pathWithQuery, clientHeaders, trace, clientGone) {
       const headers: Headers = { ...pick(clientHeaders, AUTHZ_REQUEST_HEADERS), ...trace, 'content-length': '0' };
       return new Promise((resolve, reject) => {
         const req = http.request(
@@ -83,6 +84,13 @@ export function createAuthzClient(policyUrl: string, timeoutMs: number): AuthzCl
         req.once('timeout', () => setImmediate(() => {
           if (!answered) req.destroy(new AuthzUnavailable('policy timed out'));
         }));
+        // The client went away: the check is given up at once, so policy withdraws its grant
+        // instead of leaving a lease nobody carries to expire.
+        const onGone = (): void => {
+          if (!answered) req.destroy(new AuthzUnavailable('client gone'));
+        };
+        clientGone?.addEventListener('abort', onGone, { once: true });
+        req.once('close', () => clientGone?.removeEventListener('abort', onGone));
         req.once('error', (err) => reject(err instanceof AuthzUnavailable ? err : new AuthzUnavailable('policy unreachable')));
         req.end();
       });

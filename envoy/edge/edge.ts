@@ -168,8 +168,13 @@ export function createEdge(options: EdgeOptions): Edge {
     const propagated = traceHeaders(ctx, req.headers);
     let decision: AuthzDecision;
     try {
-      decision = await authz.check(req.method ?? 'GET', req.url ?? '/', req.headers, propagated);
+      decision = await authz.check(req.method ?? 'GET', req.url ?? '/', req.headers, propagated, gone.signal);
     } catch {
+      if (gone.signal.aborted) {
+        // The client left while policy was asked; the check was given up with it.
+        aborts.inc({ operation: operationFor(req.url ?? '/') ?? 'other' });
+        return { status: 499 };
+      }
       // Policy cannot be asked: nobody is refused for it and nothing is leased (Envoy status_on_error).
       authzErrors.inc();
       writeError(res, new ServiceError('busy'));

@@ -6,7 +6,7 @@ import { createEdge, type Edge } from '../../envoy/edge/edge.ts';
 import { createAdminServer, LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 import { EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, MAX_BODY_BYTES, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER } from '../../lib/policy-contract.ts';
 import { Registry } from '../../lib/metrics.ts';
-import { policyStub, rendererStub, type RendererStub, type Stub } from './stubs.ts';
+import { policyStub, rendererStub, type RendererStub } from './stubs.ts';
 import { send } from './client.ts';
 import { CACHE_HEADER } from '../../renderer/server/answer-headers.ts';
 
@@ -15,7 +15,7 @@ const GOOD = { authorization: 'Bearer sk_good_0123456789' };
 const BAD = { authorization: 'Bearer sk_nope_0123456789' };
 const quiet = { debug() {}, info() {}, warn() {}, error() {}, child() { return quiet; } };
 
-interface Rig { edge: Edge; policy: Stub; renderer: RendererStub; port: number; metrics: Registry }
+interface Rig { edge: Edge; policy: Awaited<ReturnType<typeof policyStub>>; renderer: RendererStub; port: number; metrics: Registry }
 
 async function rig(t: { teardown(fn: () => unknown): void }, extra: { policyUrl?: string; rendererUrl?: string } = {}): Promise<Rig> {
   const policy = await policyStub();
@@ -219,7 +219,9 @@ t.test('a client that goes away while policy is asked: nothing is routed, so not
   t.equal(r.edge.inFlight(), 0, 'the request is over once policy answered');
   await new Promise((res) => setTimeout(res, 200));
   t.same(r.renderer.seen, [], 'the renderer never got the request');
+  t.equal(r.policy.givenUp.length, 1, 'the check was given up with the client, so policy withdraws its grant');
   t.match(r.metrics.render(), /tintype_edge_client_aborts_total\{operation="other"\} 1/);
+  t.notMatch(r.metrics.render(), /tintype_edge_authz_errors_total [1-9]/, 'not counted as policy failing');
 });
 
 t.test('policy or renderer unreachable: 503 busy, never a hang', async (t) => {

@@ -35,11 +35,16 @@ function closer(server: http.Server): () => Promise<void> {
 
 /**
  * Policy: `Bearer sk_good…` is allowed, `Bearer sk_slow…` too but 300 ms later, `Bearer sk_busy…`
- * is rate limited, anything else is 401.
+ * is rate limited, anything else is 401. `givenUp`: the checks whose requester closed before
+ * their answer.
  */
-export async function policyStub(): Promise<Stub> {
+export async function policyStub(): Promise<Stub & { givenUp: string[] }> {
   const seen: Seen[] = [];
+  const givenUp: string[] = [];
   const { server, url } = await listen((req, res) => {
+    res.once('close', () => {
+      if (!res.writableFinished) givenUp.push(req.url ?? '');
+    });
     let n = 0;
     req.on('data', (c: Buffer) => (n += c.length));
     req.on('end', () => {
@@ -63,7 +68,7 @@ export async function policyStub(): Promise<Stub> {
       }
     });
   });
-  return { url, seen, close: closer(server) };
+  return { url, seen, givenUp, close: closer(server) };
 }
 
 export interface RendererStub extends Stub {
