@@ -65,10 +65,15 @@ export interface Upstream {
  */
 export const UPSTREAM_IDLE_MS = 4_000;
 
-/** A reused connection that the renderer closed as the request went out: nothing of it was answered. */
-function closedUnderUs(ureq: http.ClientRequest, err: unknown): boolean {
+/**
+ * The connection was reset before the whole request was written (Envoy's `reset-before-request`):
+ * the renderer never had a request to work on, so sending it again cannot render it twice. A
+ * reset after that (a renderer that died mid-render) is not sent again, as with Envoy: a page
+ * that kills its renderer must not get a second one.
+ */
+function resetBeforeRequest(written: boolean, err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
-  return ureq.reusedSocket && (code === 'ECONNRESET' || code === 'EPIPE');
+  return !written && (code === 'ECONNRESET' || code === 'EPIPE');
 }
 
 /** A renderer that could not be reached at all: the request never arrived (Envoy's `connect-failure`). */
@@ -126,6 +131,8 @@ export function createUpstream(rendererUrls: readonly string[], timeoutMs: numbe
           const mayRetry = retries && number < LEASE_ATTEMPTS;
           const sent = http.request({ host: base.hostname, port: base.port, method: req.method, path: req.url, headers, agent });
           ureq = sent;
+          let written = false;
+          sent.once('finish', () => (written = true));
           sent.once('response', (ures) => {
             if (settled) return drain(ures);
             const status = ures.statusCode ?? 502;
@@ -156,9 +163,9 @@ export function createUpstream(rendererUrls: readonly string[], timeoutMs: numbe
           });
           sent.once('error', (err) => {
             if (settled) return;
-            // The body is held, so the request goes again, once, on a new connection (as Envoy
-            // retries a reset before any answer); otherwise its lease would wait for expiry.
-            if (mayResend && !res.headersSent && closedUnderUs(sent, err)) {
+            // The body is held, so the request goes again, once, on a new connection; otherwise
+            // its lease would wait for expiry.
+            if (mayResend && !res.headersSent && resetBeforeRequest(written, err)) {
               attempt(number, false);
               return;
             }
