@@ -37,9 +37,15 @@ export function browserRoots(root: number): number[] {
   return tree.filter((s) => chromium.has(s.pid) && !chromium.has(s.ppid)).map((s) => s.pid);
 }
 
-/** Zombies anywhere below `root`. */
+/**
+ * Zombies below `root` that nothing alive will reap: a running Chromium reaps its own exited
+ * children in its own time (its zygote lazily), so only a zombie whose parent is not a live
+ * Chromium is left behind: one of the service's own children, or one the kill orphaned.
+ */
 export function zombiesBelow(root: number): number {
-  return processTree(root).filter((s) => s.pid !== root && s.state === 'Z').length;
+  const tree = processTree(root);
+  const chromium = new Set(tree.filter((s) => s.state !== 'Z' && isChromium(s.pid)).map((s) => s.pid));
+  return tree.filter((s) => s.pid !== root && s.state === 'Z' && !chromium.has(s.ppid)).length;
 }
 
 /** The value of one unlabelled series on an admin port's `/metrics`. */
