@@ -8,7 +8,7 @@
  * left in the service's TMPDIR once the service stopped.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -113,27 +113,36 @@ t.test('netns: every Chromium process of a running service, read from /proc', as
   const userNamespaces = spawnSync('unshare', ['--user', 'true']).status === 0;
   const hostInit = readFileSync('/proc/1/cmdline');
 
+  // A helper process may end while it is read (Chromium starts and retires some on its own);
+  // every process that stays is checked whole, and the browser and a page process must be among them.
+  const checked = new Map<number, string[]>();
   for (const pid of pids) {
     const argv = args(pid);
     const name = `pid ${pid} (${argv.find((a) => a.startsWith('--type=')) ?? 'browser'})`;
-    const ids = status(pid, 'Uid').concat(status(pid, 'Gid'));
-    t.notOk(ids.includes('0'), `${name}: no uid or gid is 0 (${ids.join(' ')})`);
-    t.notOk(ids.includes(serviceUid!), `${name}: none is the service's`);
-    if (userNamespaces) t.notOk(argv.includes('--no-sandbox'), `${name}: user namespaces work here, so its sandbox is on`);
-    t.not(readlinkSync(`/proc/${pid}/ns/mnt`), readlinkSync(`/proc/${svc.pid}/ns/mnt`), `${name}: its mount namespace is not the service's`);
-    t.ok(absentFor(pid, svc.dataDir), `${name}: the data directory does not exist for it`);
-    t.ok(absentFor(pid, CHECKOUT), `${name}: nor the checkout`);
-    for (const socket of sockets) t.ok(absentFor(pid, socket), `${name}: nor the service's socket ${socket}`);
-    t.ok(status(pid, 'NSpid').length > 1, `${name}: it is in a PID namespace below the host's`);
-    const env = environ(pid);
-    const leaked = [...serviceEnv.keys()].filter((v) => !NEUTRAL.test(v) && env.has(v));
-    t.same(leaked, [], `${name}: none of the service's variables is in its environment`);
-    t.notOk([...env.values()].some((v) => v.includes(LEASE_SECRET)), `${name}: nor the secret under another name`);
+    try {
+      const ids = status(pid, 'Uid').concat(status(pid, 'Gid'));
+      t.notOk(ids.includes('0'), `${name}: no uid or gid is 0 (${ids.join(' ')})`);
+      t.notOk(ids.includes(serviceUid!), `${name}: none is the service's`);
+      if (userNamespaces) t.notOk(argv.includes('--no-sandbox'), `${name}: user namespaces work here, so its sandbox is on`);
+      t.not(readlinkSync(`/proc/${pid}/ns/mnt`), readlinkSync(`/proc/${svc.pid}/ns/mnt`), `${name}: its mount namespace is not the service's`);
+      t.ok(absentFor(pid, svc.dataDir), `${name}: the data directory does not exist for it`);
+      t.ok(absentFor(pid, CHECKOUT), `${name}: nor the checkout`);
+      for (const socket of sockets) t.ok(absentFor(pid, socket), `${name}: nor the service's socket ${socket}`);
+      t.ok(status(pid, 'NSpid').length > 1, `${name}: it is in a PID namespace below the host's`);
+      const env = environ(pid);
+      const leaked = [...serviceEnv.keys()].filter((v) => !NEUTRAL.test(v) && env.has(v));
+      t.same(leaked, [], `${name}: none of the service's variables is in its environment`);
+      t.notOk([...env.values()].some((v) => v.includes(LEASE_SECRET)), `${name}: nor the secret under another name`);
+      checked.set(pid, argv);
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== 'ENOENT' || existsSync(`/proc/${pid}`)) throw err;
+      t.comment(`${name} ended while it was read`);
+    }
   }
 
-  const browser = pids.find((pid) => !args(pid).some((a) => a.startsWith('--type=')));
+  const browser = [...checked].find(([, argv]) => !argv.some((a) => a.startsWith('--type=')))?.[0];
   t.ok(browser !== undefined, 'the browser process is among them');
-  t.ok(pids.some((pid) => args(pid).includes('--type=renderer')), 'and page processes');
+  t.ok([...checked.values()].some((argv) => argv.includes('--type=renderer')), 'and page processes');
   t.not(readFileSync(`/proc/${browser}/root/proc/1/cmdline`).toString(), hostInit.toString(), "PID 1 of its /proc is not the host's");
   t.ok(args(browser!).includes('--remote-debugging-pipe'), 'CDP over a pipe');
   const profile = args(browser!).find((a) => a.startsWith('--user-data-dir='))!.slice('--user-data-dir='.length);
