@@ -125,7 +125,8 @@ t.test('pod isolation as PID 1 (a container with no init): the renderer says an 
   });
   let log = '';
   child.stderr!.on('data', (c: Buffer) => (log += c.toString('utf8')));
-  await until(() => /"event":"(browser\.no_init|renderer\.listening)"/.test(log), 'the renderer to start', 60_000);
+  // The listener may open first; the isolation starts before the browser (renderer/browser/pool.ts).
+  await until(() => /"event":"browser\.started"/.test(log), 'the browser to start', 60_000);
   const warning = log.split('\n').filter((l) => l.includes('"event":"browser.no_init"'));
   t.equal(warning.length, 1, 'one warning, at start');
   t.match(warning[0], /"level":"warn"/);
