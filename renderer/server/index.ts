@@ -16,6 +16,7 @@ import type { RenderCache } from '../cache/cache.ts';
 import { createOperations, type RenderPool, type UrlJudge } from '../operations/index.ts';
 import { adminHandler } from '../../lib/admin.ts';
 import { writeBody } from '../../lib/answers.ts';
+import { withTimeout } from '../browser/bounded-wait.ts';
 import { answerError, errorAnswers } from './errors.ts';
 import { rendererMetrics } from './metrics.ts';
 import { ogRoute, type OgDrawing } from './og.ts';
@@ -52,13 +53,6 @@ async function settleWithRetry(settler: Settler, outcome: SettleRequest): Promis
       await new Promise((r) => setTimeout(r, wait));
     }
   }
-}
-
-/** Resolves when `work` does or `ms` have passed, whichever comes first. */
-function settledOrWaited(work: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  return Promise.race([work, waited]).finally(() => clearTimeout(timer));
 }
 
 /** Default ports of the renderer role (docs/architecture.md §1). */
@@ -146,7 +140,8 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
       pendingSettles.delete(settling);
       accepted -= 1;
     });
-    return settledOrWaited(settling, SETTLE_WAIT_MS);
+    // Past the wait the answer leaves; the settle goes on (its own failures are logged above).
+    return withTimeout(settling, SETTLE_WAIT_MS).catch(() => undefined);
   };
   // Leased requests between arrival and their settle; stop() waits for them (bounded).
   let accepted = 0;
