@@ -142,6 +142,10 @@ export function createEdge(options: EdgeOptions): Edge {
     // The client may go at any moment: while its body is read, while policy is asked, or while
     // the renderer works. Listening from the start, no close goes unseen.
     const gone = new AbortController();
+    const clientLeft = (): { status: number } => {
+      aborts.inc({ operation: operationFor(req.url ?? '/') ?? 'other' });
+      return { status: 499 };
+    };
     res.once('close', () => {
       if (!res.writableFinished) gone.abort();
     });
@@ -170,11 +174,8 @@ export function createEdge(options: EdgeOptions): Edge {
     try {
       decision = await authz.check(req.method ?? 'GET', req.url ?? '/', req.headers, propagated, gone.signal);
     } catch {
-      if (gone.signal.aborted) {
-        // The client left while policy was asked; the check was given up with it.
-        aborts.inc({ operation: operationFor(req.url ?? '/') ?? 'other' });
-        return { status: 499 };
-      }
+      // The client left while policy was asked; the check was given up with it.
+      if (gone.signal.aborted) return clientLeft();
       // Policy cannot be asked: nobody is refused for it and nothing is leased (Envoy status_on_error).
       authzErrors.inc();
       writeError(res, new ServiceError('busy'));
@@ -198,8 +199,7 @@ export function createEdge(options: EdgeOptions): Edge {
         if (!outcome.complete) span.setAttribute('tintype.edge.incomplete', true);
         return { status: outcome.status };
       case 'client_gone':
-        aborts.inc({ operation: operationFor(req.url ?? '/') ?? 'other' });
-        return { status: 499 };
+        return clientLeft();
       case 'timeout':
         writeError(res, new ServiceError('render_timeout'), decision.client);
         return { status: 504, error: 'render_timeout' };
