@@ -49,8 +49,10 @@ import { chromiumExecutable, createBrowserPool } from '../renderer/browser/index
 import { descendants } from '../test/renderer/server/procs.ts';
 import { createMemoryCgroup, type MemoryCgroup } from './cgroup.ts';
 import { percentile, printMachine, round2, treeCpuSeconds } from './machine.ts';
-import { randomBytes } from 'node:crypto';
-import { leaseKeys } from '../lib/lease.ts';
+import { generateKeyPairSync } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { leaseKeyText, leaseSigner } from '../lib/lease.ts';
 import { defaultsJson, measureDefaults } from './render-defaults.ts';
 import { LEASE_HEADER } from '../lib/policy-contract.ts';
 
@@ -127,8 +129,19 @@ async function measure(side: Side, kind: Kind, concurrency: number, count: numbe
   };
 }
 
-/** The lease secret of the renderer under test; the bench signs its leases as policy would. */
-const BENCH_LEASE_SECRET = randomBytes(32).toString('base64url');
+/** The lease key pair of the renderer under test; the bench signs its leases as policy would. */
+const BENCH_LEASE_KEYS = generateKeyPairSync('ed25519');
+
+/** Policy's renderer listener as the renderer under test sees it: every claim and settle answered 204. */
+async function standInPolicy(): Promise<string> {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.once('end', () => res.writeHead(204).end());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref();
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
 
 /** The renderer under test: `bin/tintype renderer` with its own guard, on free ports. */
 async function startRenderer(dir: string, cgroup: MemoryCgroup | undefined): Promise<{ child: ChildProcess; base: string; admin: string }> {
@@ -141,7 +154,8 @@ async function startRenderer(dir: string, cgroup: MemoryCgroup | undefined): Pro
     TINTYPE_SLOTS: String(SLOTS),
     TINTYPE_LOG_LEVEL: 'info',
     CHROMIUM_PATH: CHROMIUM,
-    TINTYPE_LEASE_SECRET: BENCH_LEASE_SECRET,
+    TINTYPE_LEASE_PUBLIC_KEYS: leaseKeyText(BENCH_LEASE_KEYS.publicKey),
+    TINTYPE_POLICY_URL: await standInPolicy(),
   };
   const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'renderer'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   // Before it starts Chromium (node takes its time loading first), so the whole tree is counted.
@@ -172,7 +186,7 @@ async function startRenderer(dir: string, cgroup: MemoryCgroup | undefined): Pro
 
 function rendererClient(base: string): RenderOnce {
   let lease = 0;
-  const leases = leaseKeys([BENCH_LEASE_SECRET]);
+  const leases = leaseSigner(BENCH_LEASE_KEYS.privateKey);
   return async (kind, html) => {
     lease += 1;
     // Signed as policy signs a lease: the renderer checks every one before any work.

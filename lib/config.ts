@@ -3,7 +3,9 @@
  * the role-specific ones is parsed once, validated and frozen; a bad value throws a
  * ConfigError naming the variable and what it accepts, and the command stops with it.
  */
+import type { KeyObject } from 'node:crypto';
 import path from 'node:path';
+import { leaseKeySeed, parseLeasePrivateKey, parseLeasePublicKey } from './lease.ts';
 import { MAX_BODY_BYTES } from './policy-contract.ts';
 
 /** A setting that cannot be used; the message names the variable. */
@@ -57,12 +59,18 @@ export interface Config {
   guardIdleTimeoutMs: number;
   guardDnsTimeoutMs: number;
   guardMaxTunnels: number;
-  /** Where a renderer settles leases (policy's HTTP server). */
+  /** Where a renderer claims and settles leases (policy's renderer listener, `TINTYPE_POLICY_SETTLE_PORT`). */
   policyUrl: string | undefined;
+  /** Policy's listener for renderers (claim, release, settle); its ext_authz listener is `port`. */
+  policySettlePort: number | undefined;
+  /** Whether `tintype policy` answers `/usage` on its admin listener to any peer; loopback peers only when false. */
+  policyUsageOpen: boolean;
   /** Grace added to the render budget before an unsettled lease expires. */
   leaseGraceMs: number;
-  /** HMAC secrets of signed leases, the signing one first; empty when unset (`tintype start` makes one). */
-  leaseSecrets: readonly string[];
+  /** Policy's Ed25519 private key that signs leases; unset on renderers (`tintype start` makes one). */
+  leaseSigningKey: KeyObject | undefined;
+  /** Ed25519 public keys that verify leases (rotation: several); what a renderer holds. */
+  leasePublicKeys: readonly KeyObject[];
   /** Request bodies the embedded edge holds before their key is checked; one more is 503 `busy`. */
   edgeMaxBufferedBytes: number;
   /** Client connections the embedded edge holds at most. */
@@ -133,15 +141,43 @@ function list(env: Env, name: string): string[] {
   return v === undefined ? [] : v.split(',').map((s) => s.trim()).filter((s) => s !== '');
 }
 
-/** The least length of a lease secret: a guessable HMAC key would let anyone mint leases. */
-export const LEASE_SECRET_MIN_LENGTH = 32;
+/**
+ * Fewest different byte values among the 32 random bytes of a signing key's seed. Random bytes
+ * show about 30 (a draw under 16 has odds below 2^-100); a key typed by hand, all one byte or a
+ * short pattern repeated, shows a few, and anyone who guesses it mints leases.
+ */
+export const SIGNING_KEY_MIN_DISTINCT_BYTES = 16;
 
-function secrets(env: Env, name: string): string[] {
-  const all = list(env, name);
-  if (all.some((s) => s.length < LEASE_SECRET_MIN_LENGTH)) {
-    throw new ConfigError(`${name} must be comma-separated secrets of at least ${LEASE_SECRET_MIN_LENGTH} characters each`);
+function signingKey(env: Env, name: string): KeyObject | undefined {
+  const v = raw(env, name);
+  if (v === undefined) return undefined;
+  let key: KeyObject;
+  try {
+    key = parseLeasePrivateKey(v);
+  } catch {
+    throw new ConfigError(`${name} must be an Ed25519 private key: PEM, or the base64 of its PKCS#8 DER (tintype keys lease-keypair makes one)`);
   }
-  return all;
+  if (new Set(leaseKeySeed(key)).size < SIGNING_KEY_MIN_DISTINCT_BYTES) {
+    throw new ConfigError(`${name} is not random enough: its seed shows fewer than ${SIGNING_KEY_MIN_DISTINCT_BYTES} different bytes of 32; make one with tintype keys lease-keypair`);
+  }
+  return key;
+}
+
+function publicKeys(env: Env, name: string): KeyObject[] {
+  return list(env, name).map((text) => {
+    try {
+      return parseLeasePublicKey(text);
+    } catch {
+      throw new ConfigError(`${name} must be comma-separated Ed25519 public keys: PEM, or the base64 of their SPKI DER (tintype keys lease-keypair makes a pair)`);
+    }
+  });
+}
+
+/** An HMAC lease secret mints leases wherever it is: renderers now hold public keys only. */
+function noLeaseSecret(env: Env): void {
+  if (raw(env, 'TINTYPE_LEASE_SECRET') !== undefined) {
+    throw new ConfigError('TINTYPE_LEASE_SECRET is no longer read: set TINTYPE_LEASE_SIGNING_KEY on policy and TINTYPE_LEASE_PUBLIC_KEYS on policy and every renderer (tintype keys lease-keypair makes a pair)');
+  }
 }
 
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
@@ -162,6 +198,7 @@ function dnsLabel(env: Env, name: string): string | undefined {
 
 /** Parses the environment into a frozen Config, or throws a ConfigError naming the variable. */
 export function loadConfig(env: Env = process.env): Readonly<Config> {
+  noLeaseSecret(env);
   const renderTimeoutMs = integer(env, 'TINTYPE_RENDER_TIMEOUT_MS', DEFAULT_RENDER_TIMEOUT_MS, 1_000, 600_000);
   const config: Config = {
     port: optionalPort(env, 'PORT'),
@@ -189,8 +226,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     guardDnsTimeoutMs: integer(env, 'GUARD_DNS_TIMEOUT_MS', 5_000, 100, 60_000),
     guardMaxTunnels: integer(env, 'GUARD_MAX_TUNNELS', 512, 1, 1_000_000),
     policyUrl: url(env, 'TINTYPE_POLICY_URL', ['http', 'https']),
+    policySettlePort: optionalPort(env, 'TINTYPE_POLICY_SETTLE_PORT'),
+    policyUsageOpen: oneOf(env, 'TINTYPE_POLICY_USAGE_OPEN', ['true', 'false'] as const, 'false') === 'true',
     leaseGraceMs: integer(env, 'TINTYPE_LEASE_GRACE_MS', 15_000, 0, 600_000),
-    leaseSecrets: Object.freeze(secrets(env, 'TINTYPE_LEASE_SECRET')),
+    leaseSigningKey: signingKey(env, 'TINTYPE_LEASE_SIGNING_KEY'),
+    leasePublicKeys: Object.freeze(publicKeys(env, 'TINTYPE_LEASE_PUBLIC_KEYS')),
     edgeMaxBufferedBytes: integer(env, 'TINTYPE_EDGE_MAX_BUFFERED_BYTES', DEFAULT_EDGE_MAX_BUFFERED_BYTES, MAX_BODY_BYTES, Number.MAX_SAFE_INTEGER),
     edgeMaxConnections: integer(env, 'TINTYPE_EDGE_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
     sqliteSync: oneOf(env, 'TINTYPE_SQLITE_SYNC', ['normal', 'full'] as const, 'normal'),
@@ -211,10 +251,18 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
   return Object.freeze(config);
 }
 
-/** The lease secrets a standalone policy or renderer needs; without them it cannot sign or check a lease. */
-export function requireLeaseSecrets(config: Readonly<Config>): readonly string[] {
-  if (config.leaseSecrets.length === 0) {
-    throw new ConfigError(`TINTYPE_LEASE_SECRET must be set: comma-separated secrets of at least ${LEASE_SECRET_MIN_LENGTH} characters, the same for policy and every renderer`);
+/** Policy's signing key; without it policy cannot grant a lease. */
+export function requireLeaseSigningKey(config: Readonly<Config>): KeyObject {
+  if (config.leaseSigningKey === undefined) {
+    throw new ConfigError('TINTYPE_LEASE_SIGNING_KEY must be set on policy: an Ed25519 private key (tintype keys lease-keypair makes a pair)');
   }
-  return config.leaseSecrets;
+  return config.leaseSigningKey;
+}
+
+/** The public keys a standalone renderer checks leases with; without them it cannot check one. */
+export function requireLeasePublicKeys(config: Readonly<Config>): readonly KeyObject[] {
+  if (config.leasePublicKeys.length === 0) {
+    throw new ConfigError('TINTYPE_LEASE_PUBLIC_KEYS must be set on every renderer: comma-separated Ed25519 public keys, the public half of policy\'s TINTYPE_LEASE_SIGNING_KEY among them');
+  }
+  return config.leasePublicKeys;
 }

@@ -1,11 +1,12 @@
 /**
- * Signed leases (README "Security"): policy grants a lease as a token that names the lease id,
- * the key id, the operation and the expiry, with an HMAC-SHA256 over those four under
- * `TINTYPE_LEASE_SECRET`. The renderer checks the token before any work and policy checks it
- * again on settle, so reaching a renderer's or policy's port is not enough to render or to
- * change the ledger. Several secrets may be in force (rotation): the first signs, all verify.
+ * Signed leases (docs/architecture.md §4): policy grants a lease as a token that names the lease
+ * id, the key id, the operation and the expiry, with an Ed25519 signature over those four. Policy
+ * alone holds the private key (`TINTYPE_LEASE_SIGNING_KEY`); renderers hold only public keys
+ * (`TINTYPE_LEASE_PUBLIC_KEYS`), so a renderer, or whatever runs in its pod, can check a lease but
+ * never mint one. The renderer checks the token before any work and policy checks it again on
+ * claim and settle. Several public keys may verify (rotation); one private key signs.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { type KeyObject, createPrivateKey, createPublicKey, sign as edSign, verify as edVerify } from 'node:crypto';
 import { LEASE_ID_FORM, OPERATIONS, type Operation } from './policy-contract.ts';
 
 /** What a lease token says. */
@@ -18,33 +19,29 @@ export interface LeaseClaims {
   expiresAt: number;
 }
 
-/** The secrets in force, the signing one first; built once from the setting. */
-export interface LeaseKeys {
-  sign(claims: LeaseClaims): string;
-  /** The claims of a token signed by any secret in force, or undefined for anything else. */
+/** Checks leases against the public keys in force; built once from the setting. */
+export interface LeaseVerifier {
+  /** The claims of a token signed by the private key of any public key in force, or undefined for anything else. */
   verify(token: string): LeaseClaims | undefined;
 }
 
-const EXPIRY_FORM = /^\d{1,15}$/;
-const SIGNATURE_BYTES = 32;
-
-function mac(secret: Buffer, payload: string): Buffer {
-  return createHmac('sha256', secret).update(payload, 'utf8').digest();
+/** Signs leases with policy's private key, and verifies them as a renderer does. */
+export interface LeaseSigner extends LeaseVerifier {
+  sign(claims: LeaseClaims): string;
 }
+
+const EXPIRY_FORM = /^\d{1,15}$/;
+const SIGNATURE_BYTES = 64;
 
 /** The signed part: four fields, none of which can hold a dot. */
 function payloadOf(c: LeaseClaims): string {
   return `${c.id}.${c.keyId}.${c.operation}.${c.expiresAt}`;
 }
 
-/** Keys from the secrets of `TINTYPE_LEASE_SECRET` (lib/config.ts has checked there is one). */
-export function leaseKeys(secrets: readonly string[]): LeaseKeys {
-  if (secrets.length === 0) throw new Error('no lease secret');
-  const keys = secrets.map((s) => Buffer.from(s, 'utf8'));
+/** A verifier for leases signed by the private keys of `publicKeys` (lib/config.ts has parsed them). */
+export function leaseVerifier(publicKeys: readonly KeyObject[]): LeaseVerifier {
+  if (publicKeys.length === 0) throw new Error('no lease public key');
   return {
-    sign(claims) {
-      return `${payloadOf(claims)}.${mac(keys[0]!, payloadOf(claims)).toString('base64url')}`;
-    },
     verify(token) {
       const parts = token.split('.');
       if (parts.length !== 5) return undefined;
@@ -53,11 +50,63 @@ export function leaseKeys(secrets: readonly string[]): LeaseKeys {
       if (!Object.hasOwn(OPERATIONS, operation)) return undefined;
       const given = Buffer.from(signature, 'base64url');
       if (given.length !== SIGNATURE_BYTES || given.toString('base64url') !== signature) return undefined;
-      const payload = `${id}.${keyId}.${operation}.${expiry}`;
-      // Every secret is tried, so the time taken does not say which one matched.
-      let ok = false;
-      for (const key of keys) if (timingSafeEqual(mac(key, payload), given)) ok = true;
-      return ok ? { id, keyId, operation: operation as Operation, expiresAt: Number(expiry) } : undefined;
+      const payload = Buffer.from(`${id}.${keyId}.${operation}.${expiry}`, 'utf8');
+      // A public key says nothing secret: which one matched may show in the time taken.
+      if (!publicKeys.some((key) => edVerify(null, payload, key, given))) return undefined;
+      return { id, keyId, operation: operation as Operation, expiresAt: Number(expiry) };
     },
   };
+}
+
+/**
+ * A signer with policy's private key. It verifies with that key's own public key and the
+ * further `publicKeys` in force (a previous signer's, during a rotation).
+ */
+export function leaseSigner(privateKey: KeyObject, publicKeys: readonly KeyObject[] = []): LeaseSigner {
+  const own = createPublicKey(privateKey);
+  const verifier = leaseVerifier([own, ...publicKeys.filter((k) => !k.equals(own))]);
+  return {
+    sign(claims) {
+      const payload = payloadOf(claims);
+      return `${payload}.${edSign(null, Buffer.from(payload, 'utf8'), privateKey).toString('base64url')}`;
+    },
+    verify: verifier.verify,
+  };
+}
+
+/** A key's text as node:crypto reads it: PEM, or the base64 (or base64url) of its DER. */
+function keyBytes(text: string): { pem: string } | { der: Buffer } {
+  if (text.includes('-----BEGIN')) return { pem: text };
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) throw new Error('not PEM or base64');
+  return { der: Buffer.from(text, /[+/=]/.test(text) ? 'base64' : 'base64url') };
+}
+
+/** An Ed25519 private key from PEM or the base64 of its PKCS#8 DER; throws on anything else. */
+export function parseLeasePrivateKey(text: string): KeyObject {
+  const k = keyBytes(text);
+  const key = 'pem' in k ? createPrivateKey(k.pem) : createPrivateKey({ key: k.der, format: 'der', type: 'pkcs8' });
+  if (key.asymmetricKeyType !== 'ed25519') throw new Error('not an Ed25519 key');
+  return key;
+}
+
+/** An Ed25519 public key from PEM or the base64 of its SPKI DER; throws on anything else (a private key included). */
+export function parseLeasePublicKey(text: string): KeyObject {
+  // createPublicKey would derive the public half of a private PEM: refuse it, it mints leases.
+  if (text.includes('PRIVATE KEY')) throw new Error('a private key, not a public one');
+  const k = keyBytes(text);
+  const key = 'pem' in k ? createPublicKey(k.pem) : createPublicKey({ key: k.der, format: 'der', type: 'spki' });
+  if (key.asymmetricKeyType !== 'ed25519') throw new Error('not an Ed25519 public key');
+  return key;
+}
+
+/** The 32-byte seed of an Ed25519 private key: what must be random. */
+export function leaseKeySeed(privateKey: KeyObject): Buffer {
+  return Buffer.from(String(privateKey.export({ format: 'jwk' }).d), 'base64url');
+}
+
+/** The settings' form of a key: the base64 of its DER (PKCS#8 for private, SPKI for public). */
+export function leaseKeyText(key: KeyObject): string {
+  return key.type === 'private'
+    ? key.export({ format: 'der', type: 'pkcs8' }).toString('base64')
+    : key.export({ format: 'der', type: 'spki' }).toString('base64');
 }

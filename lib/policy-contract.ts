@@ -7,10 +7,18 @@
  * client answer (always 4xx), or 200 with the upstream headers `x-tintype-lease`,
  * `x-tintype-key` and the client headers `x-ratelimit-limit`, `x-ratelimit-remaining`.
  *
+ * claim: the renderer, once it has checked a lease and before any work, posts `{"lease": …}` to
+ * `CLAIM_PATH`: 204 when this attempt has taken the lease (it is now spent for every other),
+ * 409 while another attempt holds it, 410 once it is closed or for one policy never granted,
+ * 401 for a lease policy did not sign. A 503 on an attempt the edge may retry gives the claim
+ * back (`RELEASE_PATH`, 204) instead of settling (leavesLeaseOpen). docs/architecture.md §4.
+ *
  * settle: the renderer, once its answer is decided and before it sends it, posts a SettleRequest with the signed
  * lease as JSON to `SETTLE_PATH` on policy (lib/lease.ts). Settle is idempotent; the answer is
- * 204, 401 for a lease policy did not sign, 404 for one it never granted. A 503 on an attempt
- * the edge may retry is not settled (leavesLeaseOpen).
+ * 204, 401 for a lease policy did not sign, 404 for one it never granted.
+ *
+ * Policy serves ext_authz on one listener (the edge's) and claim, release and settle on another
+ * (the renderers'), so a network policy can let each peer reach only its own.
  */
 import http from 'node:http';
 import { context, propagation } from '@opentelemetry/api';
@@ -18,6 +26,13 @@ import { isMetered } from './errors.ts';
 
 export const EXT_AUTHZ_PREFIX = '/authz';
 export const SETTLE_PATH = '/settle';
+export const CLAIM_PATH = '/claim';
+export const RELEASE_PATH = '/release';
+
+/** What a claim found (docs/architecture.md §4): taken now, held by another attempt, or closed. */
+export type ClaimResult = 'claimed' | 'held' | 'spent';
+/** The status policy answers each claim result with. */
+export const CLAIM_STATUS: Readonly<Record<ClaimResult, number>> = { claimed: 204, held: 409, spent: 410 };
 export const LEASE_HEADER = 'x-tintype-lease';
 export const KEY_ID_HEADER = 'x-tintype-key';
 export const RATELIMIT_LIMIT_HEADER = 'x-ratelimit-limit';
@@ -100,39 +115,61 @@ export function settleIsMetered(outcome: Pick<SettleRequest, 'status'>): boolean
   return isMetered(outcome.status);
 }
 
-/** Settling as seen by the renderer: in-process in tests, HTTP to policy in deployments. */
+/**
+ * The lease ledger as seen by the renderer: in-process in tests, HTTP to policy in deployments.
+ * A claim that cannot reach policy throws: the renderer then answers 503 `busy` and does nothing.
+ */
 export interface Settler {
+  claim(lease: string): Promise<ClaimResult>;
+  release(lease: string): Promise<void>;
   settle(outcome: SettleRequest): Promise<void>;
 }
 
 /**
- * A Settler that posts to policy's settle endpoint over kept-alive node:http connections and
- * sends the active trace context: a fraction of fetch's cost per call, for a settle on every
- * answer of `tintype start` (bench/edge.ts).
+ * A Settler that posts to policy's renderer listener over kept-alive node:http connections and
+ * sends the active trace context: a fraction of fetch's cost per call, for a claim and a settle
+ * on every answer of `tintype start` (bench/edge.ts).
  */
 export function agentSettler(policyUrl: string, options: { timeoutMs?: number; idleMs?: number } = {}): Settler & { close(): void } {
-  const base = new URL(SETTLE_PATH, policyUrl);
+  const base = new URL(policyUrl);
   // `timeout` drops a free socket idle this long: below policy's keepAliveTimeout (120 s,
   // policy/server.ts), so this side lets go first and a settle never lands on a closing socket.
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: options.idleMs ?? 60_000 });
+  /** Posts `payload` as JSON to `path`; resolves with the status. */
+  const post = (path: string, payload: unknown): Promise<number> => {
+    const body = JSON.stringify(payload);
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+    propagation.inject(context.active(), headers);
+    return new Promise<number>((resolve, reject) => {
+      const req = http.request(
+        { host: base.hostname, port: base.port, method: 'POST', path, headers, agent, timeout: options.timeoutMs ?? 10_000 },
+        (res) => {
+          res.resume();
+          res.once('end', () => resolve(res.statusCode ?? 0));
+          res.once('error', reject);
+        },
+      );
+      req.once('timeout', () => req.destroy(new Error(`${path} timed out`)));
+      req.once('error', reject);
+      req.end(body);
+    });
+  };
   return {
-    settle(outcome) {
-      const body = JSON.stringify(outcome);
-      const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
-      propagation.inject(context.active(), headers);
-      return new Promise<void>((resolve, reject) => {
-        const req = http.request(
-          { host: base.hostname, port: base.port, method: 'POST', path: base.pathname, headers, agent, timeout: options.timeoutMs ?? 10_000 },
-          (res) => {
-            res.resume();
-            res.once('end', () => (res.statusCode === 204 || res.statusCode === 200 ? resolve() : reject(new Error(`settle answered ${res.statusCode}`))));
-            res.once('error', reject);
-          },
-        );
-        req.once('timeout', () => req.destroy(new Error('settle timed out')));
-        req.once('error', reject);
-        req.end(body);
-      });
+    async claim(lease) {
+      const status = await post(CLAIM_PATH, { lease });
+      const result = (Object.keys(CLAIM_STATUS) as ClaimResult[]).find((r) => CLAIM_STATUS[r] === status);
+      // A 401 (a lease policy did not sign, which this renderer's public keys accepted) is spent too.
+      if (status === 401) return 'spent';
+      if (result === undefined) throw new Error(`claim answered ${status}`);
+      return result;
+    },
+    async release(lease) {
+      const status = await post(RELEASE_PATH, { lease });
+      if (status !== 204) throw new Error(`release answered ${status}`);
+    },
+    async settle(outcome) {
+      const status = await post(SETTLE_PATH, outcome);
+      if (status !== 204 && status !== 200) throw new Error(`settle answered ${status}`);
     },
     close: () => agent.destroy(),
   };

@@ -1,7 +1,10 @@
 /**
- * Policy's HTTP server (docs/architecture.md §2): ext_authz as Envoy's HTTP ext_authz calls it
- * (`/authz` + the client's path, the client's method, `authorization` and `traceparent`, no
- * body), `POST /settle` for renderers, and `/healthz/live`, `/healthz/ready`, `/metrics`.
+ * Policy's HTTP server (docs/architecture.md §2), two listeners: the edge's, with ext_authz as
+ * Envoy's HTTP ext_authz calls it (`/authz` + the client's path, the client's method,
+ * `authorization` and `traceparent`, no body); and the renderers', with `POST /claim`,
+ * `/release` and `/settle` (docs/architecture.md §4). Each answers only its own paths, so the
+ * chart's NetworkPolicy lets Envoy reach only the first and renderers only the second. Both
+ * answer `/healthz/live`, `/healthz/ready` and `/metrics`.
  *
  * Denials are the exact client answer and always 4xx, because Envoy turns a 5xx from the
  * authorization server into an error of its own. The one 5xx policy gives is the fail-closed
@@ -19,11 +22,14 @@ import type { Lifecycle } from '../lib/lifecycle.ts';
 import type { Logger } from '../lib/log.ts';
 import { PROMETHEUS_CONTENT_TYPE, type Registry } from '../lib/metrics.ts';
 import {
+  CLAIM_PATH,
+  CLAIM_STATUS,
   EXT_AUTHZ_PREFIX,
   KEY_ID_HEADER,
   LEASE_HEADER,
   OPERATIONS,
   RATELIMIT_LIMIT_HEADER,
+  RELEASE_PATH,
   RATELIMIT_REMAINING_HEADER,
   ROLE_MAX_REQUEST_HEADER_BYTES,
   SETTLE_PATH,
@@ -35,11 +41,13 @@ import { policyMetrics } from './metrics.ts';
 import { type Plans, loadPlans } from './plans.ts';
 import { openStore } from './store/open.ts';
 import type { PolicyStore } from './store/store.ts';
-import { ConfigError, requireLeaseSecrets } from '../lib/config.ts';
-import { leaseKeys } from '../lib/lease.ts';
+import { ConfigError, requireLeaseSigningKey } from '../lib/config.ts';
+import { leaseSigner, type LeaseClaims } from '../lib/lease.ts';
 import { listen } from '../lib/listen.ts';
 
 export const DEFAULT_POLICY_PORT = 8081;
+/** Policy's listener for renderers: claim, release and settle (`TINTYPE_POLICY_SETTLE_PORT`). */
+export const DEFAULT_POLICY_SETTLE_PORT = 8181;
 /** Policy's admin port: metrics, probes and the usage report (README "Reading usage"). */
 export const POLICY_ADMIN_PORT = 9081;
 /** How long policy keeps an idle client connection; an edge drops its idle ones sooner (the client side lets go first). */
@@ -60,7 +68,10 @@ export interface PolicyServerOptions {
 }
 
 export interface PolicyServer extends Lifecycle {
+  /** The edge's listener (ext_authz). */
   address(): { port: number };
+  /** The renderers' listener (claim, release, settle). */
+  settleAddress(): { port: number };
   readonly store: PolicyStore;
   readonly policy: Policy;
   readonly plans: Plans;
@@ -78,35 +89,46 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   const clock = o.clock ?? systemClock;
   const metrics = policyMetrics(o.registry);
   const policy = createPolicy({ store, plans, clock, leaseTtlMs: config.renderTimeoutMs + config.leaseGraceMs });
-  // Leases go out signed and settle only with their signature (README "Security").
-  const leases = leaseKeys(requireLeaseSecrets(config));
+  // Leases go out signed with policy's private key, and are claimed and settled only with a
+  // signature a public key in force verifies (docs/architecture.md §4).
+  const leases = leaseSigner(requireLeaseSigningKey(config), config.leasePublicKeys);
   let started = false;
   let storeOk = false;
   let sweeper: NodeJS.Timeout | undefined;
   let sweeping: Promise<number> | undefined;
 
-  const server = http.createServer({ maxHeaderSize: ROLE_MAX_REQUEST_HEADER_BYTES }, (req, res) => {
-    route(req, res).catch((err: unknown) => {
-      logger.error('request_failed', { message: err instanceof Error ? err.message : String(err) });
-      if (!res.headersSent) send(res, new ServiceError('busy').answer());
-      else res.destroy();
+  const listener = (route: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>): http.Server => {
+    const s = http.createServer({ maxHeaderSize: ROLE_MAX_REQUEST_HEADER_BYTES }, (req, res) => {
+      route(req, res).catch((err: unknown) => {
+        logger.error('request_failed', { message: err instanceof Error ? err.message : String(err) });
+        if (!res.headersSent) send(res, new ServiceError('busy').answer());
+        else res.destroy();
+      });
     });
-  });
-  // Envoy keeps upstream connections open; closing one under it would turn a check into an error.
-  server.keepAliveTimeout = POLICY_KEEP_ALIVE_MS;
-  server.headersTimeout = POLICY_KEEP_ALIVE_MS + 5_000;
-
-  async function route(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    // Envoy and renderers keep connections open; closing one under them would turn a call into an error.
+    s.keepAliveTimeout = POLICY_KEEP_ALIVE_MS;
+    s.headersTimeout = POLICY_KEEP_ALIVE_MS + 5_000;
+    return s;
+  };
+  const server = listener(async (req, res) => {
     const url = req.url ?? '/';
     if (url.startsWith(EXT_AUTHZ_PREFIX + '/')) return authz(req, res, url.slice(EXT_AUTHZ_PREFIX.length));
-    const path = url.split('?', 1)[0];
-    if (path === SETTLE_PATH) {
-      if (req.method !== 'POST') {
-        drain(req);
-        return send(res, new ServiceError('method_not_allowed').answer());
-      }
-      return settle(req, res);
+    return common(req, res);
+  });
+  const renderers = listener(async (req, res) => {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    const handler = path === SETTLE_PATH ? settle : path === CLAIM_PATH ? claim : path === RELEASE_PATH ? release : undefined;
+    if (handler === undefined) return common(req, res);
+    if (req.method !== 'POST') {
+      drain(req);
+      return send(res, new ServiceError('method_not_allowed').answer());
     }
+    return handler(req, res);
+  });
+
+  /** The paths both listeners answer: probes and metrics; 404 for anything else. */
+  async function common(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?', 1)[0];
     drain(req);
     if (req.method === 'GET' && path === LIVE_PATH) return sendJson(res, 200, { status: 'ok' });
     if (req.method === 'GET' && path === READY_PATH) {
@@ -180,6 +202,68 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
       span.end();
       metrics.checks.inc({ operation, outcome });
       metrics.checkSeconds.observe((performance.now() - t0) / 1000, { operation });
+    });
+  }
+
+  /** The lease of a `{"lease": …}` body, signature checked; answers for it and gives undefined when there is none. */
+  async function signedLeaseOf(req: http.IncomingMessage, res: http.ServerResponse): Promise<LeaseClaims | undefined> {
+    const read = await readBody(req, { limit: SETTLE_BODY_LIMIT });
+    if (read.kind === 'too_large') send(res, new ServiceError('payload_too_large').answer());
+    if (read.kind !== 'body') return undefined; // too large, or the renderer went away
+    let token: string | undefined;
+    try {
+      token = leaseOf(JSON.parse(read.body.toString('utf8')));
+    } catch {
+      token = undefined;
+    }
+    if (token === undefined) {
+      send(res, new ValidationFailure([{ path: 'body', message: 'lease must be a signed lease' }]).answer());
+      return undefined;
+    }
+    const claims = leases.verify(token);
+    if (claims === undefined) {
+      metrics.claims.inc({ result: 'forged' });
+      logger.warn('claim_forged_lease', {});
+      send(res, new ServiceError('unauthorized').answer());
+    }
+    return claims;
+  }
+
+  /** Runs one store call for a claim or release; a store that cannot answer is 503 busy (the renderer does nothing). */
+  async function claimCall(res: http.ServerResponse, during: string, call: () => Promise<number>): Promise<void> {
+    try {
+      const status = await call();
+      storeOk = true;
+      res.writeHead(status, { 'content-length': '0' });
+      res.end();
+    } catch (err) {
+      storeOk = false;
+      metrics.storeErrors.inc();
+      logger.warn('store_unavailable', { during, message: err instanceof Error ? err.message : String(err) });
+      send(res, new ServiceError('busy').answer());
+    }
+  }
+
+  /** Takes a lease for the one attempt that will use it (docs/architecture.md §4). */
+  async function claim(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const lease = await signedLeaseOf(req, res);
+    if (lease === undefined) return;
+    await claimCall(res, 'claim', async () => {
+      const result = await store.claim(lease.id);
+      metrics.claims.inc({ result });
+      if (result !== 'claimed') logger.warn('claim_refused', { result, key: lease.keyId });
+      return CLAIM_STATUS[result];
+    });
+  }
+
+  /** Gives a claim back: its attempt answered a 503 the edge retries, having done nothing. */
+  async function release(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const lease = await signedLeaseOf(req, res);
+    if (lease === undefined) return;
+    await claimCall(res, 'release', async () => {
+      await store.release(lease.id);
+      metrics.claims.inc({ result: 'released' });
+      return 204;
     });
   }
 
@@ -272,6 +356,9 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
         throw new ConfigError(`TINTYPE_PLANS: keys exist on plans that are not defined: ${missing.join(', ')}`);
       }
       await listen(server, { port: config.port ?? DEFAULT_POLICY_PORT, host: o.host });
+      // PORT=0 (any free port) asks the same of the renderers' listener unless it is set.
+      const settlePort = config.policySettlePort ?? (config.port === 0 ? 0 : DEFAULT_POLICY_SETTLE_PORT);
+      await listen(renderers, { port: settlePort, host: o.host });
       sweeper = setInterval(() => {
         sweep().catch((err: unknown) => {
           logger.warn('store_unavailable', { during: 'sweep', message: err instanceof Error ? err.message : String(err) });
@@ -284,10 +371,11 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     async stop() {
       started = false;
       if (sweeper !== undefined) clearInterval(sweeper);
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      await Promise.all([server, renderers].map((s) => new Promise<void>((resolve) => {
+        if (!s.listening) return resolve();
+        s.close(() => resolve());
+        s.closeIdleConnections();
+      })));
       await sweeping?.catch(() => 0);
       await store.close();
     },
@@ -296,6 +384,9 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     },
     address() {
       return { port: (server.address() as AddressInfo).port };
+    },
+    settleAddress() {
+      return { port: (renderers.address() as AddressInfo).port };
     },
   };
 }

@@ -40,8 +40,12 @@ function settlerFor(config: Readonly<Config>, logger: Logger): Settler & { close
   // A settle follows every answer: node:http with a kept-alive agent, carrying the trace
   // context, costs a fraction of fetch per call (bench/edge.ts); the server retries twice.
   if (config.policyUrl !== undefined) return agentSettler(config.policyUrl);
-  logger.warn('renderer.no_policy_url', { detail: 'TINTYPE_POLICY_URL is unset; leases are not settled' });
-  return { settle: async () => {}, close: () => {} };
+  // Without policy no lease can be claimed, so none is used: every leased request is 503 busy.
+  logger.warn('renderer.no_policy_url', { detail: 'TINTYPE_POLICY_URL is unset; no lease can be claimed, every request is answered 503 busy' });
+  const unreachable = async (): Promise<never> => {
+    throw new Error('TINTYPE_POLICY_URL is unset');
+  };
+  return { claim: unreachable, release: unreachable, settle: unreachable, close: () => {} };
 }
 
 /**

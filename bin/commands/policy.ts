@@ -40,7 +40,7 @@ export const policyCommand: Command = {
     const parts = lifecycleGroup(logger);
     parts.add({ stop: () => telemetry.shutdown() });
     await parts.start(admin, server);
-    logger.info('listening', { port: server.address().port, admin_port: admin.port(), store: server.store.kind, tracing: telemetry.enabled });
+    logger.info('listening', { port: server.address().port, settle_port: server.settleAddress().port, admin_port: admin.port(), store: server.store.kind, tracing: telemetry.enabled });
     const signal = await waitForStopSignal();
     await parts.stop(signal);
     logger.info('stopped', { signal });

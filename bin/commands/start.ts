@@ -5,7 +5,7 @@
  * cache under TINTYPE_DATA_DIR. Policy and the renderer listen on loopback only; the edge is
  * the one public port; metrics and probes are on the admin port. Wiring only.
  */
-import { randomBytes } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync } from 'node:crypto';
 import { createAdminServer } from '../../lib/admin.ts';
 import { createEdge } from '../../envoy/edge/edge.ts';
 import { loadConfig, type Config } from '../../lib/config.ts';
@@ -42,9 +42,11 @@ export const startCommand: Command = {
     ensurePrivateDir(config.dataDir);
 
     // Inner roles listen on loopback ports of their own, never on the public one. Leases are
-    // signed with a secret made for this start alone, unless one is given.
-    const leaseSecrets = config.leaseSecrets.length > 0 ? config.leaseSecrets : [randomBytes(32).toString('base64url')];
-    const inner: Readonly<Config> = Object.freeze({ ...config, port: 0, adminPort: 0, leaseSecrets });
+    // signed with a key pair made for this start alone, unless a signing key is given; the
+    // renderer is given the public key only.
+    const leaseSigningKey = config.leaseSigningKey ?? generateKeyPairSync('ed25519').privateKey;
+    const leasePublicKeys = Object.freeze([createPublicKey(leaseSigningKey), ...config.leasePublicKeys]);
+    const inner: Readonly<Config> = Object.freeze({ ...config, port: 0, adminPort: 0, policySettlePort: 0, leaseSigningKey, leasePublicKeys });
     const policy = createPolicyServer({ config: inner, logger: createLogger('policy', { level: config.logLevel }), registry, host: '127.0.0.1' });
 
     // Every port this process listens on: its guard refuses them at this host's loopback, whatever
@@ -54,11 +56,12 @@ export const startCommand: Command = {
     try {
       await parts.start(policy);
       ports.add(policy.address().port);
+      ports.add(policy.settleAddress().port);
       // The renderer exactly as `tintype renderer` builds it, with three differences: it listens
       // on loopback only, its guard is always its own on a private unix socket, and it settles
       // to the policy above.
       const renderer = await createRendererRole(
-        Object.freeze({ ...inner, guardUrl: undefined, policyUrl: `http://127.0.0.1:${policy.address().port}` }),
+        Object.freeze({ ...inner, leaseSigningKey: undefined, guardUrl: undefined, policyUrl: `http://127.0.0.1:${policy.settleAddress().port}` }),
         createLogger('renderer', { level: config.logLevel }),
         { registry, host: '127.0.0.1', ownGuard: true, servicePorts: () => ports },
       );

@@ -283,4 +283,10 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
       DROP INDEX IF EXISTS usage_key_month_tally;
     `,
   },
+  {
+    // Single-use leases (docs/architecture.md §4): an open lease is claimed by the one attempt
+    // that renders it; a release gives it back for the edge's retry, a settle closes it.
+    version: 6,
+    sql: 'ALTER TABLE leases ADD COLUMN IF NOT EXISTS claimed BOOLEAN NOT NULL DEFAULT FALSE;',
+  },
 ];

@@ -5,6 +5,7 @@
  */
 import pg from 'pg';
 import { PG_MIGRATIONS } from './postgres-schema.ts';
+import type { ClaimResult } from '../../lib/policy-contract.ts';
 import {
   CLOSED_LEASE_MEMORY_MS,
   STORE_BUDGET_MS,
@@ -116,6 +117,15 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
       if (row.o_outcome === 'no_plan') return { outcome: 'no_plan', keyId: String(row.o_key), plan: String(row.o_plan) };
       const plan: Limits = r.plans[String(row.o_plan)]!;
       return { outcome: row.o_outcome as ReserveOutcome, keyId: String(row.o_key), limits: plan, windowCount: num(row.o_count) };
+    },
+    async claim(leaseId) {
+      // One statement: of two claims at once the second waits on the row lock, then finds it taken.
+      const row = await one<{ r: ClaimResult }>('claim', `WITH c AS (UPDATE leases SET claimed = TRUE WHERE id = $1 AND NOT claimed RETURNING 1)
+        SELECT CASE WHEN EXISTS (SELECT 1 FROM c) THEN 'claimed' WHEN EXISTS (SELECT 1 FROM leases WHERE id = $1) THEN 'held' ELSE 'spent' END AS r`, [leaseId]);
+      return row?.r ?? 'held';
+    },
+    async release(leaseId) {
+      await one('release', 'UPDATE leases SET claimed = FALSE WHERE id = $1', [leaseId]);
     },
     async settle(s) {
       // Only a recorded outcome can be metered: an unrecorded one must give its reservation back.

@@ -13,6 +13,7 @@ import Database from 'better-sqlite3';
 import path from 'node:path';
 import { ensurePrivateDir, ensurePrivateFile, narrowIfPresent } from '../../lib/private-files.ts';
 import { type Checkpointer, startCheckpointer } from './sqlite-checkpointer.ts';
+import type { ClaimResult } from '../../lib/policy-contract.ts';
 import {
   CLOSED_LEASE_MEMORY_MS,
   STORE_BUDGET_MS,
@@ -185,6 +186,12 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
       DROP INDEX IF EXISTS usage_key_month_tally;
     `,
   },
+  {
+    // Single-use leases (docs/architecture.md §4): an open lease is claimed by the one attempt
+    // that renders it; a release gives it back for the edge's retry, a settle closes it.
+    version: 6,
+    sql: 'ALTER TABLE leases ADD COLUMN claimed INTEGER NOT NULL DEFAULT 0;',
+  },
 ];
 
 /**
@@ -291,7 +298,13 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
     close(lease, { status: o.status, error: o.error, cache: o.cache, metered, outcome: 'settled', recordedAt: o.now }, o.recorded);
     return 'settled';
   };
+  const claimOne = (leaseId: string): ClaimResult => {
+    const q = st();
+    if (q.claimLease.run(leaseId).changes === 1) return 'claimed';
+    return q.getLease.get(leaseId) === undefined ? 'spent' : 'held';
+  };
   const reserveInGroup = groupCommit(db, reserve);
+  const claimInGroup = groupCommit(db, claimOne);
   const settleInGroup = groupCommit(db, settleOne);
 
   const expireTx = db.transaction((now: number): number => {
@@ -341,6 +354,12 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
       if (limits === undefined) return { outcome: 'no_plan', keyId: key.id, plan: key.plan };
       return { keyId: key.id, limits, ...(await reserveInGroup.run({ keyId: key.id, limits, r })) };
     },
+    async claim(leaseId) {
+      return claimInGroup.run(leaseId);
+    },
+    async release(leaseId) {
+      st().releaseLease.run(leaseId);
+    },
     async settle(o) {
       return settleInGroup.run(o);
     },
@@ -365,6 +384,7 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
     },
     async close() {
       reserveInGroup.flush();
+      claimInGroup.flush();
       settleInGroup.flush();
       await checkpointer?.stop();
       if (db.open) db.close();
@@ -436,6 +456,8 @@ function prepare(db: Database.Database) {
     dropMonth: db.prepare('UPDATE usage_months SET used = used - 1 WHERE key_id = ? AND month = ?'),
     insertLease: db.prepare('INSERT INTO leases (id, key_id, operation, render, month, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
     getLease: db.prepare('SELECT id, key_id, operation, render, month, created_at FROM leases WHERE id = ?'),
+    claimLease: db.prepare('UPDATE leases SET claimed = 1 WHERE id = ? AND claimed = 0'),
+    releaseLease: db.prepare('UPDATE leases SET claimed = 0 WHERE id = ?'),
     countLeases: db.prepare('SELECT count(*) AS n FROM leases WHERE key_id = ?'),
     deleteLease: db.prepare('DELETE FROM leases WHERE id = ?'),
     dueLeases: db.prepare('SELECT id, key_id, operation, render, month, created_at FROM leases WHERE expires_at <= ? ORDER BY expires_at LIMIT 1000'),

@@ -3,7 +3,7 @@
  * and PostgreSQL (shared by replicas). Both must give the same answers; one test suite runs
  * against both. Every method may throw when the store cannot answer: callers fail closed.
  */
-import type { Operation } from '../../lib/policy-contract.ts';
+import type { ClaimResult, Operation } from '../../lib/policy-contract.ts';
 
 /**
  * The longest a check may spend in the store before it fails closed (503 busy), lock waits
@@ -116,6 +116,14 @@ export interface PolicyStore {
    * and, on PostgreSQL, in one round trip (docs/architecture.md §2 "ext_authz").
    */
   check(req: CheckRequest): Promise<CheckResult>;
+  /**
+   * Takes an open lease for one attempt, atomically across every policy replica: `claimed` for
+   * the one caller that takes it, `held` while another attempt holds it, `spent` once it is
+   * closed (or never was). docs/architecture.md §4.
+   */
+  claim(leaseId: string): Promise<ClaimResult>;
+  /** Gives a claim back: the attempt that held it did no work (a 503 the edge retries). */
+  release(leaseId: string): Promise<void>;
   /** Closes a lease once: frees its places, writes its usage record when the outcome is recorded. */
   settle(outcome: SettleOutcome): Promise<SettleResult>;
   /**

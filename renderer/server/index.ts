@@ -6,12 +6,12 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
-import { requireLeaseSecrets, type Config } from '../../lib/config.ts';
-import { leaseKeys } from '../../lib/lease.ts';
+import { requireLeasePublicKeys, type Config } from '../../lib/config.ts';
+import { leaseVerifier } from '../../lib/lease.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Registry } from '../../lib/metrics.ts';
-import { ROLE_MAX_REQUEST_HEADER_BYTES, type SettleRequest, type Settler } from '../../lib/policy-contract.ts';
+import { ROLE_MAX_REQUEST_HEADER_BYTES, type Settler } from '../../lib/policy-contract.ts';
 import type { RenderCache } from '../cache/cache.ts';
 import { createOperations, type RenderPool, type UrlJudge } from '../operations/index.ts';
 import { adminHandler } from '../../lib/admin.ts';
@@ -40,13 +40,13 @@ const SETTLE_RETRY_MS = [200, 1_000];
 const SETTLE_WAIT_MS = 1_000;
 
 /**
- * Settles, retrying a failed attempt twice. A lease that still cannot be settled expires at
- * policy (render budget + grace) and is recorded unsettled, not metered.
+ * Runs a settle (or a release), retrying a failed attempt twice. A lease that still cannot be
+ * settled expires at policy (render budget + grace) and is recorded unsettled, not metered.
  */
-async function settleWithRetry(settler: Settler, outcome: SettleRequest): Promise<void> {
+async function withRetry(call: () => Promise<void>): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await settler.settle(outcome);
+      return await call();
     } catch (err) {
       const wait = SETTLE_RETRY_MS[attempt];
       if (wait === undefined) throw err;
@@ -109,8 +109,9 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
     pool, cache, judge: options.judge, maxOutputBytes: config.maxOutputBytes, renderTimeoutMs: config.renderTimeoutMs, now,
   });
   const pendingSettles = new Set<Promise<void>>();
-  // Only a lease policy signed gets any work done (README "Security").
-  const leases = leaseKeys(requireLeaseSecrets(config));
+  // Only a lease policy signed gets any work done; this renderer holds public keys only, so
+  // nothing in its pod can mint one (docs/architecture.md §4).
+  const leases = leaseVerifier(requireLeasePublicKeys(config));
 
   const onAnswered = (a: Answered): Promise<void> => {
     const op = a.operation ?? 'unknown';
@@ -125,16 +126,16 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
       operation: op, status: a.status, error: a.errorCode, reason: a.state.rejectReason, cache: a.cache,
       blocked: a.blocked, duration_ms: a.durationMs, query: a.state.ogQuery,
     });
-    if (a.leaseLeftOpen) {
-      // The edge retries this lease on another renderer, which settles it (lib/policy-contract.ts).
-      accepted -= 1;
-      return Promise.resolve();
-    }
-    const settling = settleWithRetry(settler, {
-      lease: a.lease, status: a.status,
-      ...(a.errorCode !== undefined ? { error: a.errorCode } : {}),
-      ...(a.cache !== undefined ? { cache: a.cache } : {}),
-    }).catch((err: unknown) => logger.warn('settle.failed', { error: err instanceof Error ? err.message : 'unknown' }));
+    // A 503 the edge retries on another renderer gives the claim back before the answer leaves,
+    // so the retry can claim it and settle it (lib/policy-contract.ts leavesLeaseOpen).
+    const settling = (a.leaseLeftOpen
+      ? withRetry(() => settler.release(a.lease))
+      : withRetry(() => settler.settle({
+        lease: a.lease, status: a.status,
+        ...(a.errorCode !== undefined ? { error: a.errorCode } : {}),
+        ...(a.cache !== undefined ? { cache: a.cache } : {}),
+      }))
+    ).catch((err: unknown) => logger.warn(a.leaseLeftOpen ? 'release.failed' : 'settle.failed', { error: err instanceof Error ? err.message : 'unknown' }));
     pendingSettles.add(settling);
     void settling.finally(() => {
       pendingSettles.delete(settling);
@@ -153,7 +154,7 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
   app.silent = true; // errorAnswers logs what needs logging; Koa's default would print stacks.
   app.use(errorAnswers(logger));
   app.use(requestScope({
-    now, verifyLease: (token) => leases.verify(token), answerError: (ctx, err) => answerError(ctx, err, logger), onAccepted, onAnswered,
+    now, verifyLease: (token) => leases.verify(token), claimLease: (token) => settler.claim(token), answerError: (ctx, err) => answerError(ctx, err, logger), onAccepted, onAnswered,
   }));
   const og = options.og === undefined ? undefined : ogRoute(options.og, cache, config.maxOutputBytes);
   for (const mw of v1Routes(operations, og)) app.use(mw);

@@ -1,8 +1,12 @@
 /**
  * What every /v1 request carries from arrival to settle (docs/architecture.md §2 "settle"):
- * - the signed lease the edge got from policy (`x-tintype-lease`), checked before any work: a
- *   missing, forged, expired lease or one for another operation is 401 and settles nothing, so
- *   reaching the renderer's port is not enough to render (README "Security");
+ * - the signed lease the edge got from policy (`x-tintype-lease`), checked before any work, on
+ *   every path of this port: a missing, forged or expired lease, or one for any route but the
+ *   one the path names exactly (case-sensitive, no trailing slash, no other spelling), is 401 and
+ *   settles nothing, so reaching the renderer's port is not enough to render (README "Security");
+ * - then claimed at policy, once across all renderers (docs/architecture.md §4): a lease another
+ *   attempt holds is 503 `busy`, a spent one 401, and a policy that cannot answer 503 `busy`;
+ *   none of these does any work or settles anything. A 503 the edge may retry gives the claim back;
  * - an abort signal that fires when the client goes away before its answer is decided, so the
  *   render stops at once and its slot is freed; such a request settles as 499, which is not
  *   metered (lib/errors.ts isMetered), once the handler let go of its slot;
@@ -18,7 +22,7 @@ import { ROOT_CONTEXT, context, propagation } from '@opentelemetry/api';
 import type { Middleware, ParameterizedContext } from 'koa';
 import { ServiceError } from '../../lib/errors.ts';
 import type { LeaseClaims } from '../../lib/lease.ts';
-import { ATTEMPT_HEADER, LEASE_HEADER, OPERATIONS, leavesLeaseOpen, operationFor, type SettleRequest } from '../../lib/policy-contract.ts';
+import { ATTEMPT_HEADER, LEASE_HEADER, OPERATIONS, leavesLeaseOpen, operationFor, type ClaimResult, type SettleRequest } from '../../lib/policy-contract.ts';
 import type { RendererState } from './state.ts';
 
 /** Status recorded for an answer the client did not wait for (nginx's "client closed request"). */
@@ -33,15 +37,17 @@ export interface Answered {
   cache?: SettleRequest['cache'];
   blocked?: number;
   durationMs: number;
-  /** A 503 the edge may retry on another renderer: the lease stays open for it, unsettled here. */
+  /** A 503 the edge may retry on another renderer: the claim is given back for it, unsettled here. */
   leaseLeftOpen: boolean;
   state: RendererState;
 }
 
 export function requestScope(options: {
   now: () => number;
-  /** The claims of a lease signed by policy's secret, or undefined. */
+  /** The claims of a lease signed by policy's private key, or undefined. */
   verifyLease: (token: string) => LeaseClaims | undefined;
+  /** Claims the lease at policy for this attempt; throws when policy cannot answer. */
+  claimLease: (token: string) => Promise<ClaimResult>;
   /** Turns what the handler threw into its answer, so the answer settled is the one sent. */
   answerError: (ctx: ParameterizedContext<RendererState>, err: unknown) => void;
   /** Called once per leased request on arrival; onAnswered follows exactly once. */
@@ -56,16 +62,23 @@ export function requestScope(options: {
     ctx.state.startedAt = options.now();
     const operation = operationFor(ctx.path);
     if (operation !== undefined) ctx.state.operation = operation;
-    if (ctx.path !== '/v1' && !ctx.path.startsWith('/v1/')) return next();
-
+    // Every path needs a lease for exactly the route it names; nothing on this port is open
+    // (docs/architecture.md §4). A path that names no route, or another route's, is 401 here.
     const lease = ctx.get(LEASE_HEADER);
     const claims = options.verifyLease(lease);
-    // A lease is good for the operation it was granted for (a ping lease holds no render place);
-    // a path that names no operation does no work and is answered 404 or 405.
-    const otherOperation = operation !== undefined && claims?.operation !== operation;
-    if (claims === undefined || otherOperation || claims.expiresAt <= options.now()) {
+    if (claims === undefined || operation === undefined || claims.operation !== operation || claims.expiresAt <= options.now()) {
       throw new ServiceError('unauthorized');
     }
+    // Single use: only the attempt that claims the lease does any work; the others did none and
+    // settle nothing, since the lease is another attempt's.
+    let claim: ClaimResult;
+    try {
+      claim = await context.with(traced, () => options.claimLease(lease));
+    } catch {
+      throw new ServiceError('busy');
+    }
+    if (claim === 'held') throw new ServiceError('busy');
+    if (claim === 'spent') throw new ServiceError('unauthorized');
 
     options.onAccepted?.();
     const outcome = (decided: boolean): Answered => {

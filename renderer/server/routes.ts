@@ -1,11 +1,11 @@
 /**
  * The /v1 routes (spec Part 4) and the headers of spec 2.1. Handlers only translate between
- * HTTP and the operations; 404 and 405 for anything else (README, "Decisions").
+ * HTTP and the operations. Routes are exact: case-sensitive, no trailing slash, no other
+ * spelling (docs/architecture.md §4).
  */
-import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { ServiceError } from '../../lib/errors.ts';
-import { OPERATIONS } from '../../lib/policy-contract.ts';
+import { OPERATIONS, type Operation } from '../../lib/policy-contract.ts';
 import { ping, type RenderOperation, type RenderOperations, type Rendered } from '../operations/index.ts';
 import { BLOCKED_HEADER, CACHE_HEADER, RENDER_CACHE_CONTROL } from './answer-headers.ts';
 import type { OgRoute } from './og.ts';
@@ -30,18 +30,26 @@ function renderRoute(operations: RenderOperations, operation: RenderOperation): 
   };
 }
 
+/**
+ * The handler of the operation whose path the request names exactly (requestScope has matched
+ * it, case and all, to the lease's operation); 405 for another method, 404 for an operation
+ * this renderer does not serve (og without its drawing).
+ */
 export function v1Routes(operations: RenderOperations, og: OgRoute | undefined): Middleware<RendererState>[] {
-  const router = new Router<RendererState>({ prefix: '/v1' });
-  router.get('/ping', (ctx) => {
-    ctx.body = ping();
-  });
-  router.post('/screenshot', renderRoute(operations, 'screenshot'));
-  router.post('/html-to-image', renderRoute(operations, 'html-to-image'));
-  router.post('/pdf', renderRoute(operations, 'pdf'));
-  if (og !== undefined) router.get('/og', og);
-  const unmatched: Middleware<RendererState> = async (ctx) => {
-    const known = Object.values(OPERATIONS).some((o) => o.path === ctx.path && (o.path !== '/v1/og' || og !== undefined));
-    throw new ServiceError(known ? 'method_not_allowed' : 'not_found');
+  const handlers: Record<Operation, Middleware<RendererState> | undefined> = {
+    ping: (ctx) => {
+      ctx.body = ping();
+    },
+    screenshot: renderRoute(operations, 'screenshot'),
+    'html-to-image': renderRoute(operations, 'html-to-image'),
+    pdf: renderRoute(operations, 'pdf'),
+    og,
   };
-  return [router.routes() as unknown as Middleware<RendererState>, unmatched];
+  return [async (ctx, next) => {
+    const operation = ctx.state.operation;
+    const handler = operation === undefined ? undefined : handlers[operation];
+    if (operation === undefined || handler === undefined) throw new ServiceError('not_found');
+    if (ctx.method !== OPERATIONS[operation].method) throw new ServiceError('method_not_allowed');
+    return handler(ctx, next);
+  }];
 }

@@ -12,7 +12,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { leaseKeyText } from '../../lib/lease.ts';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { send, type Answer, type SendOptions } from '../envoy/client.ts';
@@ -26,7 +27,7 @@ const CHROMIUM = '/usr/bin/chromium-headless-shell';
 const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS = { host: '127.0.0.1', port: 6379 };
 
-export const ROLE_PORTS = { policy: 8081, renderer: 8082, rendererAdmin: 9082, guard: 3128, guardAdmin: 9128, edge: 8080, edgeAdmin: 9080, cache: 6379, otlp: 4318 } as const;
+export const ROLE_PORTS = { policy: 8081, policySettle: 8181, renderer: 8082, rendererAdmin: 9082, guard: 3128, guardAdmin: 9128, edge: 8080, edgeAdmin: 9080, cache: 6379, otlp: 4318 } as const;
 
 /** A role's process, started in its namespace. */
 export interface Proc {
@@ -157,15 +158,17 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
   const port = (front.address() as net.AddressInfo).port;
 
   const made = await makeNet(net_);
-  // One lease secret for policy and every renderer pod, as the chart's Secret gives it.
+  // One lease key pair: policy signs with the private key, every renderer pod holds the public
+  // key only, as the chart's Secret gives them.
+  const leaseKeys = generateKeyPairSync('ed25519');
   const common: Record<string, string> = {
     TINTYPE_RENDER_TIMEOUT_MS: String(o.renderTimeoutMs),
     TINTYPE_LOG_LEVEL: o.logLevel ?? 'info',
-    TINTYPE_LEASE_SECRET: randomBytes(32).toString('base64url'),
+    TINTYPE_LEASE_PUBLIC_KEYS: leaseKeyText(leaseKeys.publicKey),
     ...(o.otlpSocket === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${ROLE_PORTS.otlp}` }),
   };
   const tintype = (ns: string, role: string, env: Record<string, string>): Proc => run(ns, [TINTYPE, role], { ...common, ...env });
-  const startPolicy = (): Proc => tintype(net_.ns('p'), 'policy', { PORT: String(ROLE_PORTS.policy), DATABASE_URL: podDbUrl, TINTYPE_PLANS: plansFile, TINTYPE_DATA_DIR: dir });
+  const startPolicy = (): Proc => tintype(net_.ns('p'), 'policy', { PORT: String(ROLE_PORTS.policy), TINTYPE_POLICY_SETTLE_PORT: String(ROLE_PORTS.policySettle), TINTYPE_LEASE_SIGNING_KEY: leaseKeyText(leaseKeys.privateKey), DATABASE_URL: podDbUrl, TINTYPE_PLANS: plansFile, TINTYPE_DATA_DIR: dir });
   const guardRules = { GUARD_ALLOW_CIDRS: `${net_.siteAddr}/32`, ...o.guardEnv, ...(made ?? {}) };
   const startPod = (m: 'r1' | 'r2'): Proc => {
     const data = path.join(dir, m);
@@ -177,7 +180,7 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
       TINTYPE_SLOTS: String(o.slots),
       TINTYPE_DATA_DIR: data,
       GUARD_URL: `http://${net_.addr('g')}:${ROLE_PORTS.guard}`,
-      TINTYPE_POLICY_URL: `http://${net_.addr('p')}:${ROLE_PORTS.policy}`,
+      TINTYPE_POLICY_URL: `http://${net_.addr('p')}:${ROLE_PORTS.policySettle}`,
       REDIS_URL: `redis://${net_.addr('c')}:${ROLE_PORTS.cache}/${redisDb}`,
       CHROMIUM_PATH: CHROMIUM,
     });

@@ -16,7 +16,7 @@ import type { RenderCache } from '../../renderer/cache/index.ts';
 import type { RenderPool } from '../../renderer/operations/index.ts';
 import { createRendererServer } from '../../renderer/server/index.ts';
 import { MAX_REQUEST_HEADER_BYTES } from '../../envoy/edge/contract.ts';
-import { TEST_LEASE_SECRET } from '../lib/leases.ts';
+import { TEST_LEASE_ENV } from '../lib/leases.ts';
 import { EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
 import { LIVE_PATH } from '../../lib/admin.ts';
 
@@ -73,7 +73,7 @@ t.test('the edge limit is Node\'s own, the limit of the embedded edge\'s listene
 
 t.test('policy takes a check that filled the edge limit, with what the edge added', async (t) => {
   const store = { migrate: async () => {}, listKeys: async () => [], ping: async () => {}, close: async () => {} } as unknown as PolicyStore;
-  const server = createPolicyServer({ config: loadConfig({ PORT: '0', TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET }), logger: createLogger('policy', { sink: () => {} }), store, host: '127.0.0.1' });
+  const server = createPolicyServer({ config: loadConfig({ PORT: '0', ...TEST_LEASE_ENV }), logger: createLogger('policy', { sink: () => {} }), store, host: '127.0.0.1' });
   await server.start();
   t.teardown(() => server.stop());
   const port = server.address().port;
@@ -85,12 +85,12 @@ t.test('the renderer takes a routed request that filled the edge limit, with wha
   const pool = { render: async () => { throw new Error('not used'); }, selfTestPassed: () => true, stats: () => ({ slots: 1, busy: 0 }) } as unknown as RenderPool;
   const cache = { get: async () => undefined, set: async () => {} } as unknown as RenderCache;
   const server = createRendererServer({
-    config: loadConfig({ PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET }),
+    config: loadConfig({ PORT: '0', TINTYPE_ADMIN_PORT: '0', ...TEST_LEASE_ENV }),
     logger: createLogger('renderer', { sink: () => {} }),
     registry: new Registry(),
     pool,
     cache,
-    settler: { settle: async () => {} },
+    settler: { claim: async () => 'claimed' as const, release: async () => {}, settle: async () => {} },
     judge: async () => ({ ok: true }),
     host: '127.0.0.1',
   });

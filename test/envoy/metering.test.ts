@@ -26,7 +26,7 @@ import { htmlToImageKey } from '../../renderer/cache/keys.ts';
 import type { RenderPool } from '../../renderer/operations/index.ts';
 import { parseHtmlToImage } from '../../renderer/schemas/index.ts';
 import { createRendererServer, type RendererServer } from '../../renderer/server/index.ts';
-import { TEST_LEASE_SECRET } from '../lib/leases.ts';
+import { TEST_LEASE_ENV } from '../lib/leases.ts';
 
 const PLANS = {
   tiny: { monthlyQuota: 2, perMinute: 1_000, concurrentRenders: 4 },
@@ -88,7 +88,7 @@ async function rig(
     PORT: '0',
     TINTYPE_ADMIN_PORT: '0',
     TINTYPE_DATA_DIR: dir,
-    TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET,
+    ...TEST_LEASE_ENV,
     TINTYPE_RENDER_TIMEOUT_MS: String(o.renderTimeoutMs ?? 30_000),
     TINTYPE_LEASE_GRACE_MS: String(o.leaseGraceMs ?? 0),
     TINTYPE_LOG_LEVEL: 'error',
@@ -104,9 +104,11 @@ async function rig(
     const pool = standInPool();
     const cache = new FileCache({ dir: path.join(dir, `cache-${i}`), maxBytes: 1 << 30, logger: quiet });
     await cache.start();
-    const settler = agentSettler(policyUrl);
+    const settler = agentSettler(`http://127.0.0.1:${policy.settleAddress().port}`);
     settlers.push(settler);
     const delayed = {
+      claim: settler.claim,
+      release: settler.release,
       async settle(outcome: Parameters<typeof settler.settle>[0]) {
         await new Promise((r) => setTimeout(r, o.settleDelayMs ?? 0));
         return settler.settle(outcome);

@@ -1,5 +1,7 @@
 import t from 'tap';
-import { ConfigError, loadConfig, requireLeaseSecrets } from '../../lib/config.ts';
+import { generateKeyPairSync } from 'node:crypto';
+import { ConfigError, loadConfig, requireLeasePublicKeys, requireLeaseSigningKey } from '../../lib/config.ts';
+import { leaseKeyText } from '../../lib/lease.ts';
 import { MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
 
 t.test('defaults follow README "Settings"', async (t) => {
@@ -37,22 +39,38 @@ t.test('limit boundaries', async (t) => {
   t.same(loadConfig({ GUARD_ALLOW_CIDRS: '10.0.0.0/8, 192.0.2.0/24' }).guardAllowCidrs, ['10.0.0.0/8', '192.0.2.0/24']);
 });
 
-t.test('lease secrets and the edge bounds', async (t) => {
+t.test('lease keys and the edge bounds', async (t) => {
   const d = loadConfig({});
-  t.same(d.leaseSecrets, [], 'no lease secret unless given (tintype start makes one)');
+  t.equal(d.leaseSigningKey, undefined, 'no signing key unless given (tintype start makes a pair)');
+  t.same(d.leasePublicKeys, []);
+  t.equal(d.policyUsageOpen, false, 'policy answers /usage to loopback peers only unless opened');
+  t.equal(loadConfig({ TINTYPE_POLICY_USAGE_OPEN: 'true' }).policyUsageOpen, true);
   t.equal(d.edgeMaxBufferedBytes, 64 * 1024 * 1024);
   t.equal(d.edgeMaxConnections, 1024);
-  const a = 'a'.repeat(32);
-  const b = 'b'.repeat(40);
-  t.same(loadConfig({ TINTYPE_LEASE_SECRET: `${a}, ${b}` }).leaseSecrets, [a, b], 'comma-separated, the first signs');
+  const a = generateKeyPairSync('ed25519');
+  const b = generateKeyPairSync('ed25519');
+  const keys = loadConfig({ TINTYPE_LEASE_SIGNING_KEY: leaseKeyText(a.privateKey), TINTYPE_LEASE_PUBLIC_KEYS: `${leaseKeyText(a.publicKey)}, ${leaseKeyText(b.publicKey)}` });
+  t.ok(keys.leaseSigningKey!.equals(a.privateKey), 'the signing key');
+  t.same(keys.leasePublicKeys.map((k) => leaseKeyText(k)), [leaseKeyText(a.publicKey), leaseKeyText(b.publicKey)], 'comma-separated public keys');
   t.equal(loadConfig({ TINTYPE_EDGE_MAX_BUFFERED_BYTES: String(MAX_BODY_BYTES) }).edgeMaxBufferedBytes, MAX_BODY_BYTES, 'one whole body at least');
   t.equal(loadConfig({ TINTYPE_EDGE_MAX_CONNECTIONS: '1' }).edgeMaxConnections, 1);
+  // A PKCS#8 Ed25519 key is a fixed 16-byte prefix and the 32-byte seed.
+  const prefix = (a.privateKey.export({ format: 'der', type: 'pkcs8' }) as Buffer).subarray(0, 16);
+  const seeded = (seed: Buffer): string => Buffer.concat([prefix, seed]).toString('base64');
   const rows: Array<[string, Record<string, string>, RegExp]> = [
-    ['a secret of 31 characters', { TINTYPE_LEASE_SECRET: `${a},${'c'.repeat(31)}` }, /TINTYPE_LEASE_SECRET must be comma-separated secrets of at least 32 characters/],
+    ['the old HMAC secret', { TINTYPE_LEASE_SECRET: 'x'.repeat(43) }, /TINTYPE_LEASE_SECRET is no longer read: set TINTYPE_LEASE_SIGNING_KEY/],
+    ['a signing key that is not a key', { TINTYPE_LEASE_SIGNING_KEY: 'not-a-key' }, /TINTYPE_LEASE_SIGNING_KEY must be an Ed25519 private key/],
+    ['a public key where the signing key goes', { TINTYPE_LEASE_SIGNING_KEY: leaseKeyText(a.publicKey) }, /TINTYPE_LEASE_SIGNING_KEY must be an Ed25519 private key/],
+    ['a seed of 32 × a', { TINTYPE_LEASE_SIGNING_KEY: seeded(Buffer.alloc(32, 'a')) }, /TINTYPE_LEASE_SIGNING_KEY is not random enough/],
+    ['a seed of a short pattern repeated', { TINTYPE_LEASE_SIGNING_KEY: seeded(Buffer.from('0123456789'.repeat(4).slice(0, 32))) }, /TINTYPE_LEASE_SIGNING_KEY is not random enough/],
+    ['a private key among the public ones', { TINTYPE_LEASE_PUBLIC_KEYS: `${leaseKeyText(a.publicKey)},${leaseKeyText(b.privateKey)}` }, /TINTYPE_LEASE_PUBLIC_KEYS must be comma-separated Ed25519 public keys/],
     ['buffered bytes under one body', { TINTYPE_EDGE_MAX_BUFFERED_BYTES: String(MAX_BODY_BYTES - 1) }, /TINTYPE_EDGE_MAX_BUFFERED_BYTES/],
     ['buffered bytes not a number', { TINTYPE_EDGE_MAX_BUFFERED_BYTES: '64MiB' }, /TINTYPE_EDGE_MAX_BUFFERED_BYTES/],
     ['no connections', { TINTYPE_EDGE_MAX_CONNECTIONS: '0' }, /TINTYPE_EDGE_MAX_CONNECTIONS/],
+    ['usage open neither true nor false', { TINTYPE_POLICY_USAGE_OPEN: 'yes' }, /TINTYPE_POLICY_USAGE_OPEN must be one of true, false/],
   ];
   for (const [name, env, message] of rows) t.throws(() => loadConfig(env), message, name);
-  t.throws(() => requireLeaseSecrets(loadConfig({})), /TINTYPE_LEASE_SECRET must be set/, 'a standalone policy or renderer needs one');
+  t.ok(loadConfig({ TINTYPE_LEASE_SIGNING_KEY: seeded(Buffer.from(Array.from({ length: 32 }, (_v, i) => i * 7))) }).leaseSigningKey, 'a seed of 32 different bytes passes');
+  t.throws(() => requireLeaseSigningKey(loadConfig({})), /TINTYPE_LEASE_SIGNING_KEY must be set on policy/, 'a standalone policy needs its private key');
+  t.throws(() => requireLeasePublicKeys(loadConfig({})), /TINTYPE_LEASE_PUBLIC_KEYS must be set on every renderer/, 'a standalone renderer needs public keys');
 });

@@ -1,27 +1,40 @@
+import { generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
-import { leaseKeys } from '../../lib/lease.ts';
+import { leaseKeyText, leaseSigner, leaseVerifier, parseLeasePrivateKey, parseLeasePublicKey } from '../../lib/lease.ts';
 import { leavesLeaseOpen } from '../../lib/policy-contract.ts';
 
-const NEW = 'new-secret-0123456789abcdefghijklmnop';
-const OLD = 'old-secret-0123456789abcdefghijklmnop';
+const NEW = generateKeyPairSync('ed25519');
+const OLD = generateKeyPairSync('ed25519');
 const claims = { id: 'AAAAAAAAAAAAAAAAAAAAAA', keyId: 'key_abc', operation: 'pdf' as const, expiresAt: 1_800_000_000_000 };
 
-t.test('rotation: the first secret signs, every secret verifies', async (t) => {
-  const rotated = leaseKeys([NEW, OLD]);
-  const before = leaseKeys([OLD]);
-  t.same(rotated.verify(rotated.sign(claims)), claims, 'signed with the new secret');
-  t.same(rotated.verify(before.sign(claims)), claims, 'a lease signed before the rotation still verifies');
-  t.equal(rotated.sign(claims), leaseKeys([NEW]).sign(claims), 'the first secret signs');
-  t.equal(before.verify(rotated.sign(claims)), undefined, 'a renderer that has only the old secret refuses the new one');
+t.test('rotation: one private key signs, every public key in force verifies', async (t) => {
+  const renderer = leaseVerifier([NEW.publicKey, OLD.publicKey]);
+  const before = leaseSigner(OLD.privateKey);
+  const after = leaseSigner(NEW.privateKey, [OLD.publicKey]);
+  t.same(renderer.verify(after.sign(claims)), claims, 'signed with the new key');
+  t.same(renderer.verify(before.sign(claims)), claims, 'a lease signed before the switch still verifies');
+  t.same(after.verify(before.sign(claims)), claims, 'policy still settles a lease its previous key signed');
+  t.equal(leaseVerifier([OLD.publicKey]).verify(after.sign(claims)), undefined, 'a renderer that has only the old public key refuses the new signer: add the public key first');
 });
 
-t.test('anything but a lease signed with a secret in force is refused', async (t) => {
-  const keys = leaseKeys([NEW]);
+t.test('a renderer holds nothing that signs: its public key cannot be used to sign', async (t) => {
+  const text = leaseKeyText(NEW.publicKey);
+  t.throws(() => parseLeasePrivateKey(text), 'a public key is not a signing key');
+  t.throws(() => parseLeasePublicKey(leaseKeyText(NEW.privateKey)), 'a private key is refused where public keys go (DER)');
+  t.throws(() => parseLeasePublicKey(String(NEW.privateKey.export({ format: 'pem', type: 'pkcs8' }))), 'and as PEM');
+  t.ok(parseLeasePublicKey(text).equals(NEW.publicKey), 'base64 DER round-trips');
+  t.ok(parseLeasePublicKey(String(NEW.publicKey.export({ format: 'pem', type: 'spki' }))).equals(NEW.publicKey), 'PEM is read too');
+  const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 });
+  t.throws(() => parseLeasePublicKey(leaseKeyText(rsa.publicKey)), 'only Ed25519');
+});
+
+t.test('anything but a lease signed by a key in force is refused', async (t) => {
+  const keys = leaseSigner(NEW.privateKey);
   const good = keys.sign(claims);
   const [id, keyId, op, expiry, sig] = good.split('.') as [string, string, string, string, string];
   const rows: Array<[string, string]> = [
     ['empty', ''],
-    ['another secret', leaseKeys([OLD]).sign(claims)],
+    ['another key', leaseSigner(OLD.privateKey).sign(claims)],
     ['another key id', [id, 'key_other', op, expiry, sig].join('.')],
     ['another operation', [id, keyId, 'ping', expiry, sig].join('.')],
     ['a later expiry', [id, keyId, op, String(Number(expiry) + 1), sig].join('.')],
@@ -33,6 +46,7 @@ t.test('anything but a lease signed with a secret in force is refused', async (t
   ];
   for (const [name, token] of rows) t.equal(keys.verify(token), undefined, name);
   t.same(keys.verify(good), claims, 'the lease itself');
+  t.same(leaseVerifier([NEW.publicKey]).verify(good), claims, 'and a renderer with the public key only');
 });
 
 t.test('a 503 leaves its lease open only on an attempt the edge may still retry', async (t) => {

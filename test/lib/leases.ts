@@ -1,13 +1,18 @@
-/** Lease signing for tests that play policy's part: the secret every test role is started with. */
-import { randomBytes } from 'node:crypto';
-import { leaseKeys, type LeaseClaims } from '../../lib/lease.ts';
+/** Lease signing for tests that play policy's part: the key pair every test role is started with. */
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { leaseKeyText, leaseSigner, type LeaseClaims } from '../../lib/lease.ts';
 import type { Operation } from '../../lib/policy-contract.ts';
 
-/** `TINTYPE_LEASE_SECRET` of test roles. */
-export const TEST_LEASE_SECRET = 'test-lease-secret-0123456789abcdefghij';
+const pair = generateKeyPairSync('ed25519');
 
-/** The keys policy would sign with under TEST_LEASE_SECRET. */
-export const testLeaseKeys = leaseKeys([TEST_LEASE_SECRET]);
+/** The lease settings of test roles: policy signs with the private key, renderers hold the public one. */
+export const TEST_LEASE_ENV = Object.freeze({
+  TINTYPE_LEASE_SIGNING_KEY: leaseKeyText(pair.privateKey),
+  TINTYPE_LEASE_PUBLIC_KEYS: leaseKeyText(pair.publicKey),
+});
+
+/** The signer policy would sign with under TEST_LEASE_ENV. */
+export const testLeaseKeys = leaseSigner(pair.privateKey);
 
 /** A lease as policy would grant it for `operation`, an hour from now unless told otherwise. */
 export function signedLease(operation: Operation, claims: Partial<LeaseClaims> = {}): string {
@@ -18,6 +23,11 @@ export function signedLease(operation: Operation, claims: Partial<LeaseClaims> =
     expiresAt: Date.now() + 3_600_000,
     ...claims,
   });
+}
+
+/** A signer with a key pair of its own: what a forger without policy's private key can make. */
+export function otherLeaseKeys(): ReturnType<typeof leaseSigner> {
+  return leaseSigner(generateKeyPairSync('ed25519').privateKey);
 }
 
 /** The lease id a signed lease names: what policy's ledger records. */

@@ -121,6 +121,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
 
     const first = await s.start();
     const client = pooledClient(first.port, WORKERS);
+    const settler = pooledClient(first.settlePort, WORKERS);
     const worker = async (w: number): Promise<void> => {
       for (let i = 0; ; i++) {
         const [method, p] = OPERATIONS[(w + i) % OPERATIONS.length]!;
@@ -144,7 +145,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
         }
         const outcome = OUTCOMES[k % OUTCOMES.length]!;
         try {
-          const r = await client.request('POST', SETTLE_PATH, { 'content-type': 'application/json' }, JSON.stringify({ lease, ...outcome[0] }));
+          const r = await settler.request('POST', SETTLE_PATH, { 'content-type': 'application/json' }, JSON.stringify({ lease, ...outcome[0] }));
           if (r.status === 204) acked.set(lease, outcome);
           else unexpected.push(`settle ${r.status} ${r.body}`);
         } catch (err) {
@@ -159,6 +160,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     await first.kill('SIGKILL');
     await load;
     client.close();
+    settler.close();
     t.ok(reached, `${KILL_AFTER_ACKS} settles acknowledged before the kill`);
     t.same(unexpected, [], 'every check granted and every settle acknowledged while the process lived');
     t.ok(cutMidRequest > 0, `the kill cut requests in flight (${cutMidRequest})`);
@@ -168,12 +170,13 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const second = await s.start();
     const retried = new Map<string, { outcome: Expected; answeredAt: number }>();
     for (const [lease, outcome] of cutOff) {
-      const r = await request(second.port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease, ...outcome[0] }));
+      const r = await request(second.settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease, ...outcome[0] }));
       // A check the dead process granted is a lease in the store: never unknown (404) after restart.
       t.equal(r.status, 204, 'a retried settle is acknowledged after the restart');
       retried.set(lease, { outcome, answeredAt: Date.now() });
     }
     const after = pooledClient(second.port, 4);
+    const afterSettler = pooledClient(second.settlePort, 4);
     for (let i = 0; i < 40; i++) {
       const [method, p] = OPERATIONS[i % OPERATIONS.length]!;
       const c = await after.request(method, p, auth);
@@ -181,11 +184,12 @@ export function processSuite(t: Test, kind: StoreKind): void {
       const lease = String(c.headers[LEASE_HEADER]);
       granted.add(lease);
       const outcome = OUTCOMES[i % OUTCOMES.length]!;
-      const r = await after.request('POST', SETTLE_PATH, {}, JSON.stringify({ lease, ...outcome[0] }));
+      const r = await afterSettler.request('POST', SETTLE_PATH, {}, JSON.stringify({ lease, ...outcome[0] }));
       t.equal(r.status, 204);
       acked.set(lease, outcome);
     }
     after.close();
+    afterSettler.close();
 
     // Leases nobody settles (abandoned, or granted just before the kill with the answer lost)
     // are expired by the restarted process's own sweep.
@@ -230,7 +234,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     // A repeated settle of an acknowledged 400 or 503 is still idempotent after the restart.
     const again = [...acked].filter(([, [, metered]]) => metered === undefined).slice(0, 5);
     for (const [lease, [outcome]] of again) {
-      const r = await request(second.port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease, ...outcome }));
+      const r = await request(second.settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease, ...outcome }));
       t.equal(r.status, 204, `a repeated settle of an acknowledged ${outcome.status} answers 204`);
     }
     t.equal((await store.usage(key.id)).length, ledger.length, 'and writes nothing');
@@ -253,7 +257,8 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const s = await setup(t, kind);
     const procs = [await s.start(), await s.start()];
     const clients = procs.map((p) => pooledClient(p.port, 16));
-    t.teardown(() => clients.forEach((c) => c.close()));
+    const settlers = procs.map((p) => pooledClient(p.settlePort, 16));
+    t.teardown(() => [...clients, ...settlers].forEach((c) => c.close()));
     const store = s.store();
     const burst = async (secret: string, method: string, p: string, n: number): Promise<Reply[]> =>
       Promise.all(Array.from({ length: n }, (_, i) => clients[i % 2]!.request(method, p, { authorization: `Bearer ${secret}` })));
@@ -266,7 +271,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     t.same(refusedWith(renders), ['429 concurrent_limit']);
     t.equal(await store.inFlight(places.id), 3);
     for (const [i, r] of granted(renders).entries()) {
-      const settled = await clients[i % 2]!.request('POST', SETTLE_PATH, {}, JSON.stringify({ lease: r.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
+      const settled = await settlers[i % 2]!.request('POST', SETTLE_PATH, {}, JSON.stringify({ lease: r.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
       t.equal(settled.status, 204);
     }
     const rest = await burst(places.secret, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, 60);
@@ -297,7 +302,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const month = (await store.usage(k.id))[0]?.month ?? '';
     t.equal(await store.monthUsed(k.id, month), 0, 'its reservation is returned');
     t.match(await store.usage(k.id), [{ leaseId: leaseIdOf(String(held.headers[LEASE_HEADER])), outcome: 'unsettled', metered: false, status: null }]);
-    const late = await request(proc.port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: held.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
+    const late = await request(proc.settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: held.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
     t.equal(late.status, 204, 'a late settle is acknowledged (idempotent)');
     t.equal((await store.usage(k.id)).length, 1, 'and changes nothing');
     t.equal(await store.monthUsed(k.id, month), 0);

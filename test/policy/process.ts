@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TEST_LEASE_SECRET } from '../lib/leases.ts';
+import { TEST_LEASE_ENV } from '../lib/leases.ts';
 
 const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/tintype');
 
@@ -20,7 +20,7 @@ function command(args: string[]): [string, string[]] {
 
 /** Settings a child inherits from nothing: only PATH, HOME and what the test gives it. */
 function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  return { PATH: process.env.PATH, HOME: process.env.HOME, TINTYPE_LOG_LEVEL: 'debug', TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET, ...env };
+  return { PATH: process.env.PATH, HOME: process.env.HOME, TINTYPE_LOG_LEVEL: 'debug', ...TEST_LEASE_ENV, ...env };
 }
 
 /** Runs `bin/tintype <args>` to its end; resolves with its exit code and output. */
@@ -39,6 +39,8 @@ export function runTintype(args: string[], env: Record<string, string>): Promise
 /** A running `tintype policy`. */
 export interface PolicyProcess {
   port: number;
+  /** The renderers' listener (claim, release, settle). */
+  settlePort: number;
   /** The admin listener (metrics, probes, /usage). */
   adminPort: number;
   pid: number;
@@ -68,7 +70,7 @@ export function startPolicyProcess(env: Record<string, string>): Promise<PolicyP
       while ((nl = pending.indexOf('\n')) >= 0) {
         const line = pending.slice(0, nl);
         pending = pending.slice(nl + 1);
-        let entry: { event?: string; port?: number; admin_port?: number } | undefined;
+        let entry: { event?: string; port?: number; settle_port?: number; admin_port?: number } | undefined;
         try {
           entry = JSON.parse(line);
         } catch {
@@ -78,6 +80,7 @@ export function startPolicyProcess(env: Record<string, string>): Promise<PolicyP
           child.off('exit', early);
           resolve({
             port: entry.port,
+            settlePort: entry.settle_port ?? 0,
             adminPort: entry.admin_port ?? 0,
             pid: child.pid!,
             output: () => out,

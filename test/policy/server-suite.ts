@@ -11,8 +11,7 @@ import { BUILT_IN_PLANS } from '../../policy/plans.ts';
 import { createPolicyServer } from '../../policy/server.ts';
 import { type StoreKind, fakeClock, storeHome } from './stores.ts';
 import { type Reply, pooledClient, request } from './http.ts';
-import { leaseKeys } from '../../lib/lease.ts';
-import { leaseIdOf, signedLease, testLeaseKeys } from '../lib/leases.ts';
+import { leaseIdOf, otherLeaseKeys, signedLease, testLeaseKeys } from '../lib/leases.ts';
 import { EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
 import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 
@@ -29,7 +28,7 @@ async function serve(t: Test, kind: StoreKind, timeoutMs?: number) {
   const logger = createLogger('policy', { level: 'debug', sink: (l) => lines.push(l) });
   const clock = fakeClock('2026-08-31T23:59:00Z');
   const store = home.open(timeoutMs);
-  const config = loadConfig({ PORT: '0', TINTYPE_RENDER_TIMEOUT_MS: '5000', TINTYPE_LEASE_GRACE_MS: '1000', ...home.env });
+  const config = loadConfig({ PORT: '0', TINTYPE_POLICY_SETTLE_PORT: '0', TINTYPE_RENDER_TIMEOUT_MS: '5000', TINTYPE_LEASE_GRACE_MS: '1000', ...home.env });
   const server = createPolicyServer({ config, logger, store, plans: PLANS, clock: clock.now, host: '127.0.0.1' });
   await server.start();
   t.teardown(async () => {
@@ -37,17 +36,19 @@ async function serve(t: Test, kind: StoreKind, timeoutMs?: number) {
     await home.drop();
   });
   const port = server.address().port;
+  /** The renderers' listener: claim, release, settle. */
+  const settlePort = server.settleAddress().port;
   const key = (plan: string) => createKey(store, PLANS, { plan, now: clock.now() });
-  return { home, server, port, store, clock, lines, key };
+  return { home, server, port, settlePort, store, clock, lines, key };
 }
 
 export function serverSuite(t: Test, kind: StoreKind): void {
   t.test('allow: 200 with lease, key id and rate position; no secret anywhere', async (t) => {
-    const { port, key, lines } = await serve(t, kind);
+    const { port, settlePort, key, lines } = await serve(t, kind);
     const k = await key('starter');
     const r = await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer ${k.secret}`, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
     t.equal(r.status, 200);
-    t.match(testLeaseKeys.verify(String(r.headers[LEASE_HEADER])), { operation: 'ping' }, 'the lease is signed with TINTYPE_LEASE_SECRET');
+    t.match(testLeaseKeys.verify(String(r.headers[LEASE_HEADER])), { operation: 'ping' }, 'the lease is signed with TINTYPE_LEASE_SIGNING_KEY');
     t.equal(r.headers[KEY_ID_HEADER], k.id);
     t.equal(r.headers[RATELIMIT_LIMIT_HEADER], '120');
     t.equal(r.headers[RATELIMIT_REMAINING_HEADER], '119');
@@ -55,7 +56,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     for (const op of [['POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot`], ['POST', `${EXT_AUTHZ_PREFIX}/v1/html-to-image`], ['POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`], ['GET', `${EXT_AUTHZ_PREFIX}/v1/og?template=title&title=Hi`]]) {
       const a = await request(port, op[0]!, op[1]!, { authorization: `Bearer ${k.secret}` }, op[0] === 'POST' ? '' : undefined);
       t.equal(a.status, 200, op.join(' '));
-      const s = await request(port, 'POST', SETTLE_PATH, { 'content-type': 'application/json' },
+      const s = await request(settlePort, 'POST', SETTLE_PATH, { 'content-type': 'application/json' },
         JSON.stringify({ lease: a.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
       t.equal(s.status, 204);
     }
@@ -113,7 +114,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
   });
 
   t.test('429 answers carry their fields, retry-after and the rate position', async (t) => {
-    const { port, key, clock } = await serve(t, kind);
+    const { port, settlePort, key, clock } = await serve(t, kind);
     const k = await key('tiny'); // 2 a month, 3 a minute, 1 render
     const auth = { authorization: `Bearer ${k.secret}` };
     const first = await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/og?template=title&title=a`, auth);
@@ -134,7 +135,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     clock.set('2026-08-31T23:59:59Z');
     t.equal((await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, auth)).status, 429, 'same window, still limited');
     clock.set('2026-09-01T00:00:00Z');
-    const settled = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: first.headers[LEASE_HEADER], status: 200, cache: 'hit' }));
+    const settled = await request(settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: first.headers[LEASE_HEADER], status: 200, cache: 'hit' }));
     t.equal(settled.status, 204);
     clock.set('2026-09-01T00:00:30Z');
     const fresh = await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, auth);
@@ -155,35 +156,35 @@ export function serverSuite(t: Test, kind: StoreKind): void {
   });
 
   t.test('settle over HTTP: 204, idempotent, unknown 404, malformed 400, GET 405', async (t) => {
-    const { port, key, store } = await serve(t, kind);
+    const { port, settlePort, key, store } = await serve(t, kind);
     const k = await key('pro');
     const a = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot`, { authorization: `Bearer ${k.secret}` });
     const lease = a.headers[LEASE_HEADER];
     const body = JSON.stringify({ lease, status: 504, error: 'render_timeout' });
-    t.equal((await request(port, 'POST', SETTLE_PATH, { 'content-type': 'application/json' }, body)).status, 204);
-    t.equal((await request(port, 'POST', SETTLE_PATH, { 'content-type': 'application/json' }, body)).status, 204, 'again: 204');
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, { 'content-type': 'application/json' }, body)).status, 204);
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, { 'content-type': 'application/json' }, body)).status, 204, 'again: 204');
     t.match(await store.usage(k.id), [{ status: 504, error: 'render_timeout', metered: true, operation: 'screenshot' }]);
     t.equal((await store.usage(k.id)).length, 1);
     // A 400 (as a 503) closes its lease with no usage record, and a repeat is still 204 (docs/architecture.md §6).
     const refused = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${k.secret}` });
     const refusedBody = JSON.stringify({ lease: refused.headers[LEASE_HEADER], status: 400 });
-    t.equal((await request(port, 'POST', SETTLE_PATH, {}, refusedBody)).status, 204, 'a 400 settles: 204');
-    t.equal((await request(port, 'POST', SETTLE_PATH, {}, refusedBody)).status, 204, 'again: 204');
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, {}, refusedBody)).status, 204, 'a 400 settles: 204');
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, {}, refusedBody)).status, 204, 'again: 204');
     t.equal((await store.usage(k.id)).length, 1, 'the 400 wrote no usage');
     t.equal(await store.inFlight(k.id), 0, 'and freed its place');
-    const unknown = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: signedLease('screenshot'), status: 200 }));
+    const unknown = await request(settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: signedLease('screenshot'), status: 200 }));
     t.equal(unknown.status, 404, 'a signed lease policy never granted: 404');
     for (const bad of ['', '{', '[]', JSON.stringify({ lease, status: 'ok' })]) {
-      const r = await request(port, 'POST', SETTLE_PATH, {}, bad);
+      const r = await request(settlePort, 'POST', SETTLE_PATH, {}, bad);
       t.equal(r.status, 400, bad);
       t.equal(JSON.parse(r.body).success, false);
     }
-    t.equal((await request(port, 'POST', SETTLE_PATH, {}, 'x'.repeat(5000))).status, 413);
-    t.equal((await request(port, 'GET', SETTLE_PATH)).status, 405);
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, {}, 'x'.repeat(5000))).status, 413);
+    t.equal((await request(settlePort, 'GET', SETTLE_PATH)).status, 405);
   });
 
   t.test('settle takes only a lease policy signed: a forged one changes nothing', async (t) => {
-    const { port, key, store } = await serve(t, kind);
+    const { port, settlePort, key, store } = await serve(t, kind);
     const k = await key('free');
     const a = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot`, { authorization: `Bearer ${k.secret}` });
     t.equal(a.status, 200);
@@ -193,20 +194,20 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const before = { used: await store.monthUsed(k.id, month), inFlight: await store.inFlight(k.id), open: await store.openLeases(k.id) };
     const forgedRows: Array<[string, string]> = [
       ['made up', 'lease-of-nobody'],
-      ['the granted id with another secret', leaseKeys(['another-secret-0123456789abcdefghijkl']).sign(claims)],
+      ['the granted id signed with another key', otherLeaseKeys().sign(claims)],
       ['the granted id, signature of another lease', `${leaseIdOf(granted)}.${claims.keyId}.${claims.operation}.${claims.expiresAt}.${signedLease('screenshot').split('.')[4]}`],
       ['the granted lease with a later expiry, signature kept', granted.replace(`.${claims.expiresAt}.`, `.${claims.expiresAt + 1}.`)],
       ['the bare lease id', leaseIdOf(granted)],
     ];
     for (const [name, lease] of forgedRows) {
-      const r = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease, status: 200, cache: 'miss' }));
+      const r = await request(settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease, status: 200, cache: 'miss' }));
       t.equal(r.status, 401, `${name}: 401`);
       t.same(JSON.parse(r.body), { error: 'unauthorized' }, `${name}: body`);
     }
     t.same(await store.usage(k.id), [], 'no usage written');
     t.same({ used: await store.monthUsed(k.id, month), inFlight: await store.inFlight(k.id), open: await store.openLeases(k.id) }, before,
       'the lease is still open, its place and reservation held');
-    const real = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: granted, status: 200, cache: 'miss' }));
+    const real = await request(settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: granted, status: 200, cache: 'miss' }));
     t.equal(real.status, 204, 'the signed lease settles');
     t.match(await store.usage(k.id), [{ leaseId: leaseIdOf(granted), metered: true }]);
   });
@@ -223,7 +224,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
   });
 
   t.test('a store that cannot answer fails closed: 503 busy, nothing granted, nothing metered', async (t) => {
-    const { port, key, home, store } = await serve(t, kind, 300);
+    const { port, settlePort, key, home, store } = await serve(t, kind, 300);
     const k = await key('pro');
     const auth = { authorization: `Bearer ${k.secret}` };
     const before = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, auth);
@@ -232,7 +233,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     let r;
     try {
       r = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, auth);
-      const s = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: before.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
+      const s = await request(settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: before.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
       t.equal(s.status, 503, 'a settle that cannot be written is not acknowledged');
       t.equal(JSON.parse(s.body).error, 'busy');
       const ready = await request(port, 'GET', READY_PATH);
@@ -247,7 +248,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     t.equal(await store.inFlight(k.id), 1, 'only the lease granted before');
     t.equal(await store.monthUsed(k.id, '2026-08'), 1);
     t.same(await store.usage(k.id), [], 'nothing recorded');
-    const s = await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: before.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
+    const s = await request(settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: before.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
     t.equal(s.status, 204, 'the retried settle lands once the store is back');
     t.equal((await store.usage(k.id)).length, 1);
   });
@@ -279,14 +280,15 @@ export function serverSuite(t: Test, kind: StoreKind): void {
   t.test('parallel HTTP checks on two replicas and many connections never pass the quota, the places or the window', async (t) => {
     const home = await storeHome(kind);
     const clock = fakeClock('2026-10-31T23:58:00Z');
-    const config = loadConfig({ PORT: '0', ...home.env });
+    const config = loadConfig({ PORT: '0', TINTYPE_POLICY_SETTLE_PORT: '0', ...home.env });
     const logger = createLogger('policy', { sink: () => {} });
     // Two policy processes' worth of state: each replica has its own store (its own pool on PostgreSQL).
     const replicas = [0, 1].map(() => createPolicyServer({ config, logger, store: home.open(), plans: PLANS, clock: clock.now, host: '127.0.0.1' }));
     for (const r of replicas) await r.start();
     const clients = replicas.map((r) => pooledClient(r.address().port, 16));
+    const settlers = replicas.map((r) => pooledClient(r.settleAddress().port, 16));
     t.teardown(async () => {
-      for (const c of clients) c.close();
+      for (const c of [...clients, ...settlers]) c.close();
       for (const r of replicas) await r.stop();
       await home.drop();
     });
@@ -320,7 +322,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const refusals = new Set<string>();
     for (let round = 0; round < 40 && total < 20; round++) {
       const settles = held.map((lease, i) =>
-        clients[i % 2]!.request('POST', SETTLE_PATH, {}, JSON.stringify({ lease, status: 200, cache: 'miss' })));
+        settlers[i % 2]!.request('POST', SETTLE_PATH, {}, JSON.stringify({ lease, status: 200, cache: 'miss' })));
       const [checks, settled] = await Promise.all([burst(40, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, k.secret), Promise.all(settles)]);
       t.ok(settled.every((r) => r.status === 204), `round ${round}: settles acknowledged`);
       held = checks.filter((r) => r.status === 200).map((r) => String(r.headers[LEASE_HEADER]));
@@ -333,7 +335,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     t.equal(total, 20, 'exactly the monthly quota granted over all rounds');
     t.same([...refusals].filter((e) => e !== 'concurrent_limit' && e !== 'quota_exceeded'), [], 'refusals are concurrent_limit or quota_exceeded');
     for (const [i, lease] of held.entries()) {
-      t.equal((await clients[i % 2]!.request('POST', SETTLE_PATH, {}, JSON.stringify({ lease, status: 200 }))).status, 204);
+      t.equal((await settlers[i % 2]!.request('POST', SETTLE_PATH, {}, JSON.stringify({ lease, status: 200 }))).status, 204);
     }
     const spent = await burst(40, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, k.secret);
     t.ok(errors(spent).length === 40 && errors(spent).every((e) => e === 'quota_exceeded'), 'then only quota_exceeded');

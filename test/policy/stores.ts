@@ -11,7 +11,7 @@ import pg from 'pg';
 import { openSqliteStore } from '../../policy/store/sqlite.ts';
 import { openPostgresStore } from '../../policy/store/postgres.ts';
 import type { PolicyStore } from '../../policy/store/store.ts';
-import { TEST_LEASE_SECRET } from '../lib/leases.ts';
+import { TEST_LEASE_ENV } from '../lib/leases.ts';
 
 export const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -34,7 +34,7 @@ export async function storeHome(kind: StoreKind): Promise<StoreHome> {
   if (kind === 'sqlite') {
     return {
       kind,
-      env: { TINTYPE_DATA_DIR: dir, TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET },
+      env: { TINTYPE_DATA_DIR: dir, ...TEST_LEASE_ENV },
       async lockAll() {
         const db = new Database(path.join(dir, 'policy.sqlite'));
         db.exec('BEGIN EXCLUSIVE');
@@ -60,7 +60,7 @@ export async function storeHome(kind: StoreKind): Promise<StoreHome> {
   const url = `postgres://postgres@127.0.0.1:5432/${name}`;
   return {
     kind,
-    env: { TINTYPE_DATA_DIR: dir, DATABASE_URL: url, TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET },
+    env: { TINTYPE_DATA_DIR: dir, DATABASE_URL: url, ...TEST_LEASE_ENV },
     async lockAll() {
       const c = new pg.Client({ connectionString: url });
       await c.connect();

@@ -6,7 +6,7 @@ import { createLogger } from '../../lib/log.ts';
 import { createPolicyServer } from '../../policy/server.ts';
 import { openPostgresStore } from '../../policy/store/postgres.ts';
 import { request } from './http.ts';
-import { TEST_LEASE_SECRET, signedLease } from '../lib/leases.ts';
+import { TEST_LEASE_ENV, signedLease } from '../lib/leases.ts';
 import { EXT_AUTHZ_PREFIX, SETTLE_PATH } from '../../lib/policy-contract.ts';
 import { LIVE_PATH, READY_PATH } from '../../lib/admin.ts';
 
@@ -19,7 +19,7 @@ t.test('store down at check time: 503 busy with retry-after 1, not ready', async
 
   const lines: string[] = [];
   const store = openPostgresStore({ url: `postgres://postgres@127.0.0.1:${deadPort}/none`, poolSize: 2 });
-  const config = loadConfig({ PORT: '0', TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET });
+  const config = loadConfig({ PORT: '0', ...TEST_LEASE_ENV });
   const server = createPolicyServer({ config, logger: createLogger('policy', { sink: (l) => lines.push(l) }), store, host: '127.0.0.1' });
   await t.rejects(server.start(), 'start-up needs its store (migrations)');
   t.teardown(() => server.stop());
@@ -35,7 +35,7 @@ t.test('store down at check time: 503 busy with retry-after 1, not ready', async
   t.equal(r.status, 503);
   t.equal(r.body, '{"error":"busy"}');
   t.equal(r.headers['retry-after'], '1');
-  t.equal((await request(port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: signedLease('ping'), status: 200 }))).status, 503);
+  t.equal((await request(started.settleAddress().port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: signedLease('ping'), status: 200 }))).status, 503);
   t.equal((await request(port, 'GET', READY_PATH)).status, 503);
   t.equal((await request(port, 'GET', LIVE_PATH)).status, 200);
   t.ok(lines.some((l) => l.includes('store_unavailable')), 'the failure is logged');

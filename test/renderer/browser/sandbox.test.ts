@@ -12,7 +12,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSyn
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
+import { leaseKeyText } from '../../../lib/lease.ts';
 import { processTree } from '../../../renderer/browser/process-tree.ts';
 import { cleanup, startService } from '../../e2e/service.ts';
 import { cmdline, until } from './helpers.ts';
@@ -20,7 +22,8 @@ import { cmdline, until } from './helpers.ts';
 const CHECKOUT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 /** Variables Chromium may carry with its own values: locale, time zone, where programs and its home are. */
 const NEUTRAL = /^(PATH|HOME|TMPDIR|LANG|LANGUAGE|TZ|LC_.*)$/;
-const LEASE_SECRET = 'f'.repeat(32) + Math.random().toString(16).slice(2).padEnd(32, '0');
+/** Policy's lease signing key, the secret that mints leases. */
+const LEASE_SECRET = leaseKeyText(generateKeyPairSync('ed25519').privateKey);
 
 function environ(pid: number | 'self'): Map<string, string> {
   const out = new Map<string, string>();
@@ -93,7 +96,7 @@ t.test('netns: every Chromium process of a running service, read from /proc', as
       TINTYPE_ISOLATION: 'netns',
       TMPDIR: tmp,
       OTEL_SERVICE_NAME: 'tintype-sandbox-test',
-      TINTYPE_LEASE_SECRET: LEASE_SECRET,
+      TINTYPE_LEASE_SIGNING_KEY: LEASE_SECRET,
     },
   });
   t.teardown(cleanup);
@@ -107,7 +110,7 @@ t.test('netns: every Chromium process of a running service, read from /proc', as
   const pids = chromiumProcesses(svc.pid);
   const serviceUid = status(svc.pid, 'Uid')[0];
   const serviceEnv = environ(svc.pid);
-  t.ok(serviceEnv.has('TINTYPE_LEASE_SECRET') && serviceEnv.has('TINTYPE_DATA_DIR'), 'the service carries its variables');
+  t.ok(serviceEnv.has('TINTYPE_LEASE_SIGNING_KEY') && serviceEnv.has('TINTYPE_DATA_DIR'), 'the service carries its variables');
   const sockets = unixSocketPaths(svc.pid);
   t.ok(sockets.length > 0, 'the service holds unix sockets of its own');
   const userNamespaces = spawnSync('unshare', ['--user', 'true']).status === 0;

@@ -7,8 +7,7 @@
  */
 import t from 'tap';
 import { MAX_BODY_BYTES, settleIsMetered } from '../../../lib/policy-contract.ts';
-import { leaseKeys } from '../../../lib/lease.ts';
-import { signedLease } from '../../lib/leases.ts';
+import { otherLeaseKeys, signedLease } from '../../lib/leases.ts';
 import { get, newLease, post, startHarness, until } from './harness.ts';
 
 const h = await startHarness();
@@ -196,7 +195,7 @@ t.test('the lease: only a lease policy signed gets any work done', async (t) => 
     ['no lease', null],
     ['not a lease', 'not a lease!'],
     ['a bare lease id, the old form', 'test-lease-1'],
-    ['made up, signed with another secret', leaseKeys(['another-secret-0123456789abcdefghijkl']).sign(claims)],
+    ['made up, signed with another key', otherLeaseKeys().sign(claims)],
     ['expired', signedLease('html-to-image', { expiresAt: Date.now() - 1 })],
     ['a lease for another operation (ping holds no render place)', signedLease('ping')],
     ['a signed lease with its expiry pushed back', signedLease('html-to-image', { expiresAt: Date.now() - 1 }).replace(/\.(\d+)\./, (_m, e: string) => `.${Number(e) + 3_600_000}.`)],

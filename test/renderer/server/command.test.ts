@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { LEASE_HEADER, SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
-import { TEST_LEASE_SECRET, signedLease } from '../../lib/leases.ts';
+import { TEST_LEASE_ENV, signedLease } from '../../lib/leases.ts';
 import { SITE_HOST, pngSize, startSite, until } from './harness.ts';
 import { alive, descendants } from './procs.ts';
 
@@ -49,7 +49,7 @@ t.test('SIGTERM finishes the render in flight, settles it, closes Chromium and e
     PORT: '0',
     TINTYPE_ADMIN_PORT: '0',
     TINTYPE_DATA_DIR: dir,
-    TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET,
+    ...TEST_LEASE_ENV,
     TINTYPE_POLICY_URL: `http://127.0.0.1:${(policy.address() as AddressInfo).port}`,
     GUARD_ALLOW_CIDRS: `${SITE_HOST}/32`,
     TINTYPE_RENDER_TIMEOUT_MS: '20000',
@@ -112,7 +112,7 @@ t.test('pod isolation as PID 1 (a container with no init): the renderer says an 
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root',
-    PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_DATA_DIR: dir, TINTYPE_ISOLATION: 'pod', TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET,
+    PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_DATA_DIR: dir, TINTYPE_ISOLATION: 'pod', ...TEST_LEASE_ENV,
   };
   // A PID namespace of its own makes the renderer PID 1, as in a container started without an
   // init; the whole namespace goes when unshare's child is killed.

@@ -12,7 +12,7 @@ import { loadConfig, type Config } from '../../../lib/config.ts';
 import { createLogger, type Logger } from '../../../lib/log.ts';
 import { Registry } from '../../../lib/metrics.ts';
 import { LEASE_HEADER, operationFor, type Operation, type SettleRequest, type Settler } from '../../../lib/policy-contract.ts';
-import { TEST_LEASE_SECRET, signedLease } from '../../lib/leases.ts';
+import { TEST_LEASE_ENV, signedLease } from '../../lib/leases.ts';
 import { createGuard, judgeUrl, type Guard } from '../../../guard/index.ts';
 import { createBrowserPool, type BrowserPool } from '../../../renderer/browser/index.ts';
 import { FileCache, type RenderCache } from '../../../renderer/cache/index.ts';
@@ -50,9 +50,11 @@ export async function startSite(handler: http.RequestListener): Promise<Site> {
   };
 }
 
-/** A settler that records every outcome. */
+/** A settler that records every outcome, and keeps claims as policy does (one attempt per lease). */
 export interface RecordingSettler extends Settler {
   settled: SettleRequest[];
+  /** Leases given back by a release, in order. */
+  released: string[];
   /** Resolves once `n` outcomes have been recorded. */
   waitFor(n: number): Promise<SettleRequest[]>;
   /** Makes the next `n` settle attempts fail, as an unreachable policy would. */
@@ -65,9 +67,21 @@ export function recordingSettler(): RecordingSettler {
   const settled: SettleRequest[] = [];
   const waiters: { n: number; resolve: () => void }[] = [];
   let failing = 0;
+  const claims = new Map<string, 'held' | 'spent'>();
   return {
     settled,
+    released: [],
     attempts: 0,
+    async claim(lease) {
+      const held = claims.get(lease);
+      if (held !== undefined) return held;
+      claims.set(lease, 'held');
+      return 'claimed';
+    },
+    async release(lease) {
+      if (claims.get(lease) === 'held') claims.delete(lease);
+      this.released.push(lease);
+    },
     failNext(n) {
       failing = n;
     },
@@ -78,6 +92,7 @@ export function recordingSettler(): RecordingSettler {
         throw new Error('policy unreachable');
       }
       settled.push(outcome);
+      claims.set(outcome.lease, 'spent');
       for (const w of waiters.filter((w) => settled.length >= w.n)) {
         waiters.splice(waiters.indexOf(w), 1);
         w.resolve();
@@ -137,7 +152,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     TINTYPE_ISOLATION: 'netns',
     TINTYPE_LOG_LEVEL: 'error',
     GUARD_ALLOW_CIDRS: `${SITE_HOST}/32`,
-    TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET,
+    ...TEST_LEASE_ENV,
     ...options.env,
   });
   const logger = options.logSink !== undefined

@@ -12,15 +12,15 @@ import t from 'tap';
 import { createRendererRole } from '../../../renderer/role.ts';
 import { loadConfig } from '../../../lib/config.ts';
 import { createLogger } from '../../../lib/log.ts';
-import { SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
-import { TEST_LEASE_SECRET } from '../../lib/leases.ts';
+import { CLAIM_PATH, SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
+import { TEST_LEASE_ENV } from '../../lib/leases.ts';
 import { SITE_HOST, newLease, pngSize, post, startSite, until } from './harness.ts';
 import { CACHE_HEADER } from '../../../renderer/server/answer-headers.ts';
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-role-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
 
-// A stand-in for policy's settle endpoint: the first attempt fails, as a policy restarting would.
+// A stand-in for policy's renderer listener (claims taken, settles recorded): the first attempt fails, as a policy restarting would.
 const settles: SettleRequest[] = [];
 let attempts = 0;
 let connections = 0;
@@ -28,6 +28,7 @@ const policy = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
+    if (req.method === 'POST' && req.url === CLAIM_PATH) return res.writeHead(204).end();
     if (req.method !== 'POST' || req.url !== SETTLE_PATH) return res.writeHead(404).end();
     attempts += 1;
     if (attempts === 1) return res.writeHead(500).end();
@@ -51,7 +52,7 @@ const config = loadConfig({
   TINTYPE_DATA_DIR: dir,
   TINTYPE_LOG_LEVEL: 'error',
   GUARD_ALLOW_CIDRS: `${SITE_HOST}/32`,
-  TINTYPE_LEASE_SECRET: TEST_LEASE_SECRET,
+  ...TEST_LEASE_ENV,
   // Nothing listens here: a render can only work through the role's own guard.
   GUARD_URL: 'http://127.0.0.1:9',
   TINTYPE_POLICY_URL: `http://127.0.0.1:${(policy.address() as AddressInfo).port}`,
