@@ -4,7 +4,9 @@
  * remaining quota this UTC month, the figures `tintype usage` reports. Wiring only: the work is
  * in policy/keys.ts and policy/usage-*.ts.
  */
+import { generateKeyPairSync } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { leaseKeyText } from '../../lib/lease.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { monthOf } from '../../policy/calendar.ts';
 import { createKey, listKeys, revokeKey } from '../../policy/keys.ts';
@@ -13,15 +15,22 @@ import { openStore } from '../../policy/store/open.ts';
 import { openUsageReader, readUsage } from '../../policy/usage-reader.ts';
 import { helpText, type Command } from './command.ts';
 
-const USAGE = 'usage: tintype keys create --plan P [--name N] | list | revoke ID';
+const USAGE = 'usage: tintype keys create --plan P [--name N] | list | revoke ID | lease-keypair';
+
+/** A new lease key pair, as the settings take them (docs/architecture.md §4). */
+function leaseKeypair(): string {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  return `TINTYPE_LEASE_SIGNING_KEY=${leaseKeyText(privateKey)}\nTINTYPE_LEASE_PUBLIC_KEYS=${leaseKeyText(publicKey)}\n`;
+}
 
 export const keysCommand: Command = {
   help: helpText({
-    synopsis: ['tintype keys create --plan P [--name N]', 'tintype keys list', 'tintype keys revoke ID'],
+    synopsis: ['tintype keys create --plan P [--name N]', 'tintype keys list', 'tintype keys revoke ID', 'tintype keys lease-keypair'],
     about: 'create prints the new key\'s id, plan, name and secret; the secret is shown once and only its hash is stored. ' +
       'list prints, tab-separated: id, name, plan, created, revoked, and this UTC month\'s metered calls and remaining quota ' +
       '(as tintype usage reports them); never a secret. revoke refuses the key from its next request; exit 1 when there is no ' +
-      'such active key. Works while policy runs.',
+      'such active key. Works while policy runs. lease-keypair prints a new Ed25519 key pair for signed leases as two settings: ' +
+      'TINTYPE_LEASE_SIGNING_KEY for policy only, TINTYPE_LEASE_PUBLIC_KEYS for policy and every renderer (add a new public key everywhere before policy signs with its private key).',
     options: [
       ['--plan P', 'create: the plan (free, starter, pro, scale, or one of TINTYPE_PLANS)'],
       ['--name N', 'create: a name, at most 100 printable ASCII characters'],
@@ -30,6 +39,11 @@ export const keysCommand: Command = {
   }),
   async run(args) {
     const [action, ...rest] = args;
+    if (action === 'lease-keypair' && rest.length === 0) {
+      process.stdout.write(leaseKeypair());
+      process.stderr.write('The signing key mints leases: give it to policy only.\n');
+      return 0;
+    }
     if (action !== 'create' && action !== 'list' && action !== 'revoke') {
       process.stderr.write(USAGE + '\n');
       return 2;

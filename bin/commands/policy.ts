@@ -15,8 +15,8 @@ import { helpText, waitForStopSignal, type Command } from './command.ts';
 export const policyCommand: Command = {
   help: helpText({
     synopsis: ['tintype policy'],
-    about: 'The ext_authz and settle service for Envoy on PORT (8081); metrics, probes and the usage report (GET /usage) on the admin port (TINTYPE_ADMIN_PORT, 9081). SIGTERM or SIGINT stops it.',
-    settings: ['PORT', 'TINTYPE_ADMIN_PORT', 'DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_PLANS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LEASE_GRACE_MS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
+    about: 'The ext_authz service for Envoy on PORT (8081); claim, release and settle for renderers on TINTYPE_POLICY_SETTLE_PORT (8181); metrics, probes and the usage report (GET /usage, to loopback peers unless TINTYPE_POLICY_USAGE_OPEN=true) on the admin port (TINTYPE_ADMIN_PORT, 9081). SIGTERM or SIGINT stops it.',
+    settings: ['PORT', 'TINTYPE_POLICY_SETTLE_PORT', 'TINTYPE_ADMIN_PORT', 'TINTYPE_POLICY_USAGE_OPEN', 'TINTYPE_LEASE_SIGNING_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_PLANS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LEASE_GRACE_MS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
     const config = loadConfig();
@@ -26,14 +26,15 @@ export const policyCommand: Command = {
     const telemetry = await startTelemetry(config, 'policy');
     const registry = new Registry();
     const server = createPolicyServer({ config, logger, registry });
-    // Prometheus, the kubelet and operators reach the admin port over the network; the usage
-    // report is served there only, never on the port Envoy and the renderers call.
+    // Prometheus and the kubelet reach the admin port over the network; the usage report is
+    // served there only, never on the ports Envoy and the renderers call, and to loopback peers
+    // only (kubectl port-forward) unless TINTYPE_POLICY_USAGE_OPEN opens it.
     const admin = createAdminServer({
       host: ANY_ADDRESS,
       port: config.adminPort ?? POLICY_ADMIN_PORT,
       registries: [registry],
       ready: async () => server.healthy() && (await server.store.ping().then(() => true, () => false)),
-      routes: { [USAGE_PATH]: usageHandler({ reader: openUsageReader(config), plans: server.plans, clock: systemClock, logger }) },
+      routes: { [USAGE_PATH]: usageHandler({ reader: openUsageReader(config), plans: server.plans, clock: systemClock, logger, open: config.policyUsageOpen }) },
     });
     // Stopped in reverse: the server (readiness fails first), the admin port, then the spans of
     // the last checks and settles are flushed before the process ends.
