@@ -57,7 +57,8 @@ t.test('default deny: every pod of the release, both directions, no rule', async
 
 t.test('renderer: egress only to the guard, policy, Redis and DNS', async (t) => {
   t.ok(may(renderer, guard, 3128), 'guard proxy');
-  t.ok(may(renderer, policy, 8081), 'policy settle');
+  t.ok(may(renderer, policy, 8181), 'policy claim and settle');
+  t.notOk(may(renderer, policy, 8081), 'not policy ext_authz: a renderer cannot take leases');
   t.ok(may(renderer, redis, 6379), 'Redis cache');
   t.ok(may(renderer, dns, 53, 'UDP'), 'DNS over UDP');
   t.ok(may(renderer, dns, 53, 'TCP'), 'DNS over TCP');
@@ -71,7 +72,7 @@ t.test('renderer: egress only to the guard, policy, Redis and DNS', async (t) =>
   t.notOk(may(renderer, internet6, 443), 'not the internet over IPv6');
   for (const ip of PRIVATE) t.notOk(may(renderer, addr(ip), 80), ip);
   // Each opened port leads to its one peer only.
-  for (const port of [3128, 8081, 6379, 53]) {
+  for (const port of [3128, 8181, 6379, 53]) {
     for (const to of [stranger, strangerElsewhere, internet, internet6, otherRelease, addr('10.0.0.1'), addr('169.254.169.254')]) {
       t.notOk(may(renderer, to, port) || may(renderer, to, port, 'UDP'), `port ${port} reaches only its own peer (${to.ip})`);
     }
@@ -109,10 +110,15 @@ t.test('guard: ingress from renderer pods only; egress to the public internet, D
   t.ok(may(guard, addr('10.30.1.1'), 443), 'a range opened on purpose (guard.allowCidrs) is reachable');
 });
 
-t.test('policy: ingress from Envoy and renderers; egress to PostgreSQL and DNS', async (t) => {
+t.test('policy: ext_authz from Envoy only, claim and settle from renderers only; egress to PostgreSQL and DNS', async (t) => {
   t.ok(may(envoy, policy, 8081));
-  t.ok(may(renderer, policy, 8081));
-  for (const from of [guard, controller, stranger, strangerElsewhere, otherRelease, internet]) t.notOk(may(from, policy, 8081));
+  t.notOk(may(renderer, policy, 8081), 'a renderer (or Chromium beside it) cannot ask for leases');
+  t.ok(may(renderer, policy, 8181));
+  t.notOk(may(envoy, policy, 8181), 'Envoy cannot claim or settle');
+  for (const from of [guard, controller, stranger, strangerElsewhere, otherRelease, internet]) {
+    t.notOk(may(from, policy, 8081));
+    t.notOk(may(from, policy, 8181));
+  }
   // The admin port (9081: metrics, readiness, the usage report of every key): Envoy's health
   // checks only while monitoring is off; never a renderer, whose Chromium shares its network.
   t.ok(may(envoy, policy, 9081), "Envoy health-checks policy's readiness on its admin port");

@@ -11,6 +11,7 @@ import t from 'tap';
 import { loadConfig } from '../../lib/config.ts';
 import { CI_VALUES, NAMESPACE, ROOT, render, type K8sObject } from '../helm.ts';
 import { tintypeImage } from './tintype-image.ts';
+import { TEST_LEASE_ENV } from '../lib/leases.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -21,7 +22,7 @@ const CONFIG_NAMES = new Set([...readFileSync(path.join(ROOT, 'lib/config.ts'), 
  * their exact spelling; each is accepted only while no code reads it, then it must be in the
  * source like any other.
  */
-const PENDING = ['TINTYPE_LEASE_SECRET', 'TINTYPE_CONTROLLER_POLL_MS', 'POD_NAMESPACE', 'POD_NAME'];
+const PENDING = ['TINTYPE_CONTROLLER_POLL_MS', 'POD_NAMESPACE', 'POD_NAME'];
 /** Not tintype's: read by Chromium and the platform. */
 const PLATFORM = new Set(['HOME']);
 
@@ -54,7 +55,7 @@ function resolvedEnv(c: any, objects: K8sObject[]): Record<string, string> {
     else if (e.valueFrom?.secretKeyRef) {
       const s = secrets.get(e.valueFrom.secretKeyRef.name);
       // An existing Secret (made outside the chart): stand in a well-formed value.
-      out[e.name] = s?.[e.valueFrom.secretKeyRef.key] ?? ({ DATABASE_URL: 'postgres://u@db/t', REDIS_URL: 'redis://r:6379', TINTYPE_LEASE_SECRET: 's'.repeat(43) } as Record<string, string>)[e.name] ?? 'x';
+      out[e.name] = s?.[e.valueFrom.secretKeyRef.key] ?? ({ DATABASE_URL: 'postgres://u@db/t', REDIS_URL: 'redis://r:6379', ...TEST_LEASE_ENV } as Record<string, string>)[e.name] ?? 'x';
     } else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') out[e.name] = NAMESPACE;
     else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') out[e.name] = 'pod-0';
     else throw new Error(`${e.name}: a source this test does not resolve`);
@@ -123,8 +124,8 @@ for (const values of CI_VALUES) {
 
 t.test('the check would catch a misspelt variable', async (t) => {
   t.notOk(sourceReads('TINTYPE_SLOT'));
-  t.notOk(sourceReads('TINTYPE_LEASE_SECRETS'));
-  t.notOk(PENDING.includes('TINTYPE_LEASE_SECRETS'));
+  t.notOk(sourceReads('TINTYPE_LEASE_PUBLIC_KEY'));
+  t.notOk(PENDING.includes('TINTYPE_LEASE_PUBLIC_KEY'));
   t.ok(sourceReads('TINTYPE_SLOTS'));
 });
 

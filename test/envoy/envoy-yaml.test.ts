@@ -402,28 +402,37 @@ t.test('routes: every operation to the renderer; any other path 404 without a ke
   t.equal(rest.typed_per_filter_config['envoy.filters.http.ext_authz'].disabled, true);
 });
 
-t.test('access log: the path without its query, except og\'s', async (t) => {
-  const logs: any[] = pub.access_log;
-  const ogRe = (l: any): RegExp => new RegExp(l.filter.header_filter.header.string_match.safe_regex.regex);
-  for (const l of logs) t.equal(l.filter.header_filter.header.name, ':path');
-  const og = logs.filter((l) => l.filter.header_filter.header.invert_match !== true);
-  const rest = logs.filter((l) => l.filter.header_filter.header.invert_match === true);
-  t.equal(og.length, 1);
-  t.equal(rest.length, 1);
-  const matches = (l: any, path: string): boolean => ogRe(l).test(path) !== (l.filter.header_filter.header.invert_match === true);
-  const paths = ['/v1/og', '/v1/og?template=title&title=x', '/v1/ogx?title=x', '/v1/screenshot', '/v1/screenshot?url=x', '/v1/og/x?y', '/openapi.json'];
-  for (const p of paths) t.equal(logs.filter((l) => matches(l, p)).length, 1, `one log line for ${p}`);
-  t.ok(matches(og[0], '/v1/og?title=x'));
-  t.notOk(matches(og[0], '/v1/ogx?title=x'));
-  const fmt = rest[0].typed_config.log_format;
-  t.equal(fmt.json_format.path, '%REQ_WITHOUT_QUERY(:PATH)%');
-  t.same(fmt.formatters.map((f: any) => f.name), ['envoy.formatter.req_without_query']);
-  t.equal(og[0].typed_config.log_format.json_format.path, '%REQ(:PATH)%', 'the og query is logged (spec 4.5 rule 7)');
-  for (const l of logs) {
+/** Whether an access log's filter (header filters on `:path`, alone or under and_filter) lets `path` through. */
+function logs(filter: any, path: string): boolean {
+  if (filter.and_filter !== undefined) return filter.and_filter.filters.every((f: any) => logs(f, path));
+  const h = filter.header_filter.header;
+  if (h.name !== ':path') throw new Error(`a header filter on ${h.name}`);
+  // Envoy's safe_regex matches the whole value.
+  return new RegExp(`^(?:${h.string_match.safe_regex.regex})$`).test(path) !== (h.invert_match === true);
+}
+
+t.test('access log: the path without its query, except og\'s; an og query with a key-shaped token is not written', async (t) => {
+  const all: any[] = pub.access_log;
+  const KEY = 'sk_' + 'A1b2'.repeat(11);
+  const paths = ['/v1/og', '/v1/og?template=title&title=x', '/v1/ogx?title=x', '/v1/screenshot', '/v1/screenshot?url=x', '/v1/og/x?y', '/openapi.json',
+    `/v1/og?title=${KEY}`, `/v1/og?template=title&title=my%20key%20${KEY}&x=1`, `/v1/screenshot?k=${KEY}`];
+  for (const p of paths) t.equal(all.filter((l) => logs(l.filter, p)).length, 1, `one log line for ${p}`);
+  const lineFor = (p: string): any => all.find((l) => logs(l.filter, p))!.typed_config.log_format;
+  const og = lineFor('/v1/og?title=x');
+  t.equal(og.json_format.path, '%REQ(:PATH)%', 'the og query is logged (spec 4.5 rule 7)');
+  t.not(lineFor('/v1/ogx?title=x'), og);
+  for (const p of ['/v1/screenshot?url=x', `/v1/og?title=${KEY}`, `/v1/og?template=title&title=my%20key%20${KEY}&x=1`]) {
+    const fmt = lineFor(p);
+    t.equal(fmt.json_format.path, '%REQ_WITHOUT_QUERY(:PATH)%', `${p}: without its query`);
+    t.same(fmt.formatters.map((f: any) => f.name), ['envoy.formatter.req_without_query']);
+    t.notMatch(Object.values(fmt.json_format).join(' '), /%REQ\(:PATH\)%|%PATH%/, `${p}: no query`);
+  }
+  t.equal(lineFor(`/v1/og?title=${KEY}`).json_format.query, '[redacted: holds a key-shaped token]', 'says why the og query is missing');
+  t.ok(logs(all.find((l) => l.typed_config.log_format.json_format.path === '%REQ(:PATH)%').filter, '/v1/og?title=sk_short'), 'a token too short to be a key is no key');
+  for (const l of all) {
     const fields = Object.values(l.typed_config.log_format.json_format).join(' ');
     t.notMatch(fields, /AUTHORIZATION|BODY|%REQ\(:PATH\)%.*%REQ\(:PATH\)%/i, 'no key, no body');
   }
-  t.notMatch(Object.values(rest[0].typed_config.log_format.json_format).join(' '), /%REQ\(:PATH\)%|%PATH%/, 'no query outside og');
 });
 
 t.test('health: active checks on the renderer\'s admin readiness, no panic routing, local-origin ejection only', async (t) => {

@@ -48,7 +48,7 @@ app.kubernetes.io/component: {{ .role }}
 {{- end -}}
 {{- end -}}
 
-{{/* The Secret that holds DATABASE_URL, REDIS_URL and TINTYPE_LEASE_SECRET. */}}
+{{/* The Secret that holds DATABASE_URL, REDIS_URL, TINTYPE_LEASE_SIGNING_KEY and TINTYPE_LEASE_PUBLIC_KEYS. */}}
 {{- define "tintype.secretName" -}}
 {{- if .Values.secrets.existingSecret -}}
 {{- .Values.secrets.existingSecret -}}
@@ -136,12 +136,12 @@ readinessProbe:
 {{- define "tintype.validate" -}}
 {{- $s := .Values.secrets -}}
 {{- if $s.existingSecret -}}
-{{- if or $s.databaseUrl $s.redisUrl $s.leaseSecret -}}
-{{- fail "secrets.existingSecret is set: leave secrets.databaseUrl, secrets.redisUrl and secrets.leaseSecret empty (they belong in that Secret)" -}}
+{{- if or $s.databaseUrl $s.redisUrl $s.leaseSigningKey $s.leasePublicKeys -}}
+{{- fail "secrets.existingSecret is set: leave secrets.databaseUrl, secrets.redisUrl, secrets.leaseSigningKey and secrets.leasePublicKeys empty (they belong in that Secret)" -}}
 {{- end -}}
 {{- else -}}
-{{- if not (and $s.databaseUrl $s.redisUrl $s.leaseSecret) -}}
-{{- fail "set secrets.existingSecret, or all of secrets.databaseUrl, secrets.redisUrl and secrets.leaseSecret" -}}
+{{- if not (and $s.databaseUrl $s.redisUrl $s.leaseSigningKey $s.leasePublicKeys) -}}
+{{- fail "set secrets.existingSecret, or all of secrets.databaseUrl, secrets.redisUrl, secrets.leaseSigningKey and secrets.leasePublicKeys" -}}
 {{- end -}}
 {{- end -}}
 {{- if .Values.envoy.enabled -}}
