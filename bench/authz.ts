@@ -7,10 +7,16 @@
  * work at all, driven by the same client (the HTTP floor of this machine). In-process figures
  * (the policy functions on the store, no HTTP) show what the store itself costs.
  *
+ * The claim (docs/architecture.md §4, single-use leases): the same loops again with the
+ * renderer's claim (`POST /claim`) between check and settle, as every render now makes it. Beside
+ * the pair figures: the claim's p50, and the CPU it adds per render to policy (the process's
+ * CPU time per pair, with and without the claim) and to its caller (this process's own CPU,
+ * the renderer's side of the call).
+ *
  * `npm run bench -- authz [--seconds N] [--connections N] [--pg-connections N] [--keys N]`
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -18,14 +24,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { leaseKeyText } from '../lib/lease.ts';
 import { createPolicy } from '../policy/authorize.ts';
 import { createKey } from '../policy/keys.ts';
 import { type Plans, parsePlans } from '../policy/plans.ts';
 import { openPostgresStore } from '../policy/store/postgres.ts';
 import { openSqliteStore } from '../policy/store/sqlite.ts';
 import type { PolicyStore } from '../policy/store/store.ts';
-import { percentile, printMachine, round2 } from './machine.ts';
-import { EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER, SETTLE_PATH } from '../lib/policy-contract.ts';
+import { cpuSecondsOf, percentile, printMachine, round2 } from './machine.ts';
+import { CLAIM_PATH, EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER, SETTLE_PATH } from '../lib/policy-contract.ts';
 
 const { values: opts } = parseArgs({
   args: process.argv.slice(3),
@@ -56,11 +63,15 @@ interface Figures {
   settleP99: number;
   pairP50: number;
   pairP99: number;
+  /** The claim between check and settle, when the loop made one. */
+  claimP50?: number;
+  claimP99?: number;
   errors: number;
 }
 
-function summarize(pairs: number, seconds: number, check: number[], settle: number[], pair: number[], errors: number): Figures {
+function summarize(pairs: number, seconds: number, check: number[], settle: number[], pair: number[], errors: number, claim: number[] = []): Figures {
   return {
+    ...(claim.length > 0 ? { claimP50: round2(percentile(claim, 50)), claimP99: round2(percentile(claim, 99)) } : {}),
     pairs,
     perSec: Math.round(pairs / seconds),
     checkP50: round2(percentile(check, 50)),
@@ -75,7 +86,8 @@ function summarize(pairs: number, seconds: number, check: number[], settle: numb
 
 function print(name: string, f: Figures): void {
   console.log(`${name.padEnd(28)} ${String(f.perSec).padStart(6)} pairs/s  check p50 ${f.checkP50} ms p99 ${f.checkP99} ms  ` +
-    `settle p50 ${f.settleP50} ms p99 ${f.settleP99} ms  pair p99 ${f.pairP99} ms${f.errors > 0 ? `  errors ${f.errors}` : ''}`);
+    (f.claimP50 === undefined ? '' : `claim p50 ${f.claimP50} ms p99 ${f.claimP99} ms  `) +
+    `settle p50 ${f.settleP50} ms p99 ${f.settleP99} ms  pair p50 ${f.pairP50} ms p99 ${f.pairP99} ms${f.errors > 0 ? `  errors ${f.errors}` : ''}`);
 }
 
 /** One request on a kept-alive connection; answers the status and the lease header. */
@@ -97,12 +109,15 @@ function call(agent: http.Agent, port: number, method: string, p: string, header
  */
 interface Pair {
   check(i: number): Promise<string | undefined>;
+  /** The renderer's claim, when the loop makes one: whether this attempt took the lease. */
+  claim?(lease: string): Promise<boolean>;
   settle(lease: string): Promise<boolean>;
 }
 
 /** Runs `loops` check-then-settle loops for `seconds` after a warm-up; times each half. */
 async function drive(loops: number, seconds: number, p: Pair): Promise<Figures> {
   const check: number[] = [];
+  const claim: number[] = [];
   const settle: number[] = [];
   const pair: number[] = [];
   let errors = 0;
@@ -118,6 +133,8 @@ async function drive(loops: number, seconds: number, p: Pair): Promise<Figures> 
         errors++;
         continue;
       }
+      if (p.claim !== undefined && !(await p.claim(lease))) errors++;
+      const tc = performance.now();
       if (!(await p.settle(lease))) errors++;
       const t2 = performance.now();
       // Let the other loops in: in-process SQLite answers synchronously and would never yield.
@@ -125,32 +142,84 @@ async function drive(loops: number, seconds: number, p: Pair): Promise<Figures> 
       if (t0 < warmEnd) continue;
       pairs++;
       check.push(t1 - t0);
-      settle.push(t2 - t1);
+      if (p.claim !== undefined) claim.push(tc - t1);
+      settle.push(t2 - tc);
       pair.push(t2 - t0);
     }
   };
   await Promise.all(Array.from({ length: loops }, (_, w) => loop(w)));
-  return summarize(pairs, seconds, check, settle, pair, errors);
+  return summarize(pairs, seconds, check, settle, pair, errors, claim);
 }
 
-/** Check + settle pairs over HTTP on `connections` kept-alive connections, as Envoy and renderers call. */
-async function driveHttp(port: number, secrets: string[], seconds: number, connections = CONNECTIONS): Promise<Figures> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+/** Policy's two listeners: ext_authz (Envoy's) and claim + settle (the renderers'). */
+interface Ports {
+  authz: number;
+  settle: number;
+}
+
+/**
+ * Check + settle pairs over HTTP on `connections` kept-alive connections, as Envoy and renderers
+ * call, with the renderer's claim between them when `claim` is set.
+ */
+async function driveHttp(ports: Ports, secrets: string[], seconds: number, connections = CONNECTIONS, claim = false): Promise<Figures> {
+  const edge = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const renderers = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const post = (p: string, payload: unknown) => {
+    const body = JSON.stringify(payload);
+    return call(renderers, ports.settle, 'POST', p, { 'content-type': 'application/json', 'content-length': String(body.length) }, body);
+  };
   try {
     return await drive(connections, seconds, {
       async check(i) {
-        const [status, lease] = await call(agent, port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${secrets[i % secrets.length]}` });
+        const [status, lease] = await call(edge, ports.authz, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${secrets[i % secrets.length]}` });
         return status === 200 ? lease : undefined;
       },
+      ...(claim ? { claim: async (lease: string) => (await post(CLAIM_PATH, { lease }))[0] === 204 } : {}),
       async settle(lease) {
-        const body = JSON.stringify({ lease, status: 200, cache: 'miss' });
-        const [s] = await call(agent, port, 'POST', SETTLE_PATH, { 'content-type': 'application/json', 'content-length': String(body.length) }, body);
-        return s === 204;
+        return (await post(SETTLE_PATH, { lease, status: 200, cache: 'miss' }))[0] === 204;
       },
     });
   } finally {
-    agent.destroy();
+    edge.destroy();
+    renderers.destroy();
   }
+}
+
+/** What the claim adds per render: CPU (policy's and its caller's) and latency, beside the same loops without it. */
+interface ClaimCost {
+  without: Figures;
+  with: Figures;
+  claimP50Ms: number;
+  pairP50AddedMs: number;
+  policyCpuMsPerRenderWithout: number;
+  policyCpuMsPerRenderWith: number;
+  policyCpuMsAddedPerRender: number;
+  callerCpuMsAddedPerRender: number;
+}
+
+/** CPU ms of `pid` and of this process while `run` runs, per completed pair. */
+async function perPair(pid: number, run: () => Promise<Figures>): Promise<{ f: Figures; policyMs: number; callerMs: number }> {
+  const p0 = cpuSecondsOf(pid);
+  const c0 = process.cpuUsage();
+  const f = await run();
+  const c = process.cpuUsage(c0);
+  const pairs = Math.max(1, f.pairs * (1 + WARMUP_SECONDS / SECONDS));
+  return { f, policyMs: ((cpuSecondsOf(pid) - p0) * 1000) / pairs, callerMs: (c.user + c.system) / 1000 / pairs };
+}
+
+async function claimCost(pid: number, ports: Ports, secrets: string[]): Promise<ClaimCost> {
+  const without = await perPair(pid, () => driveHttp(ports, secrets, SECONDS));
+  const withClaim = await perPair(pid, () => driveHttp(ports, secrets, SECONDS, CONNECTIONS, true));
+  return {
+    without: without.f,
+    with: withClaim.f,
+    claimP50Ms: withClaim.f.claimP50 ?? 0,
+    pairP50AddedMs: round2(withClaim.f.pairP50 - without.f.pairP50),
+    policyCpuMsPerRenderWithout: round2(without.policyMs * 1000) / 1000,
+    policyCpuMsPerRenderWith: round2(withClaim.policyMs * 1000) / 1000,
+    policyCpuMsAddedPerRender: round2((withClaim.policyMs - without.policyMs) * 1000) / 1000,
+    callerCpuMsAddedPerRender: round2((withClaim.callerMs - without.callerMs) * 1000) / 1000,
+  };
 }
 
 /** The policy functions on the store, no HTTP, `CONNECTIONS` loops at once. */
@@ -195,8 +264,8 @@ async function refusalTimes(port: number, live: string, revoked: string, rounds:
   return Object.fromEntries(REFUSALS.map((c) => [c, round2(percentile(samples[c], 50))])) as Record<Refusal, number>;
 }
 
-/** Starts a child and waits for the JSON line that names its port. */
-function startChild(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ port: number; child: ChildProcess }> {
+/** Starts a child and waits for the JSON line that names its port (and policy's settle port). */
+function startChild(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ ports: Ports; child: ChildProcess }> {
   const child = spawn(command, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let out = '';
   return new Promise((resolve, reject) => {
@@ -208,7 +277,9 @@ function startChild(command: string, args: string[], env: NodeJS.ProcessEnv): Pr
         child.removeAllListeners('exit');
         child.stderr!.removeAllListeners('data');
         child.stderr!.resume();
-        resolve({ port: Number(m[1]), child });
+        // The floor server has one port: it answers every path.
+        const settle = /"settle_port":(\d+)/.exec(out);
+        resolve({ ports: { authz: Number(m[1]), settle: Number(settle?.[1] ?? m[1]) }, child });
       }
     });
   });
@@ -227,7 +298,7 @@ const FLOOR_SERVER = `
   const s = http.createServer((req, res) => {
     req.resume();
     req.on('end', () => {
-      if (req.url === ${JSON.stringify(SETTLE_PATH)}) { res.writeHead(204); res.end(); return; }
+      if (req.url === ${JSON.stringify(SETTLE_PATH)} || req.url === ${JSON.stringify(CLAIM_PATH)}) { res.writeHead(204); res.end(); return; }
       res.writeHead(200, { ${JSON.stringify(LEASE_HEADER)}: 'l' + Math.random().toString(36).slice(2), ${JSON.stringify(KEY_ID_HEADER)}: 'key_x',
         ${JSON.stringify(RATELIMIT_LIMIT_HEADER)}: '100', ${JSON.stringify(RATELIMIT_REMAINING_HEADER)}: '99', 'content-length': '0' });
       res.end();
@@ -278,30 +349,36 @@ async function measureStore(kind: 'sqlite' | 'postgres', dir: string, plansFile:
     await store.revokeKey(gone.id, Date.now());
     const env = {
       PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_PLANS: plansFile, TINTYPE_LOG_LEVEL: 'info',
-      TINTYPE_LEASE_SECRET: randomBytes(32).toString('base64url'), ...h.env,
+      TINTYPE_LEASE_SIGNING_KEY: leaseKeyText(generateKeyPairSync('ed25519').privateKey), ...h.env,
     };
-    const { port, child } = await startChild(TINTYPE, ['policy'], env);
+    const { ports, child } = await startChild(TINTYPE, ['policy'], env);
     let spread: Figures;
     let hot: Figures;
     let wide: Figures | undefined;
     let refusals: Record<Refusal, number> | undefined;
+    let claim: ClaimCost;
     try {
-      spread = await driveHttp(port, secrets, SECONDS);
+      spread = await driveHttp(ports, secrets, SECONDS);
       print(`${kind} http, ${KEYS} keys`, spread);
       if (kind === 'postgres') {
-        wide = await driveHttp(port, secrets, SECONDS, PG_CONNECTIONS);
+        wide = await driveHttp(ports, secrets, SECONDS, PG_CONNECTIONS);
         print(`${kind} http, ${PG_CONNECTIONS} connections`, wide);
       }
-      hot = await driveHttp(port, secrets.slice(0, 1), SECONDS);
+      claim = await claimCost(child.pid!, ports, secrets);
+      print(`${kind} http, no claim`, claim.without);
+      print(`${kind} http, with the claim`, claim.with);
+      console.log(`${kind} the claim per render: p50 ${claim.claimP50Ms} ms, pair p50 +${claim.pairP50AddedMs} ms; ` +
+        `policy CPU ${claim.policyCpuMsPerRenderWithout} -> ${claim.policyCpuMsPerRenderWith} ms (+${claim.policyCpuMsAddedPerRender} ms), caller CPU +${claim.callerCpuMsAddedPerRender} ms`);
+      hot = await driveHttp(ports, secrets.slice(0, 1), SECONDS);
       print(`${kind} http, 1 hot key`, hot);
-      refusals = await refusalTimes(port, secrets[0]!, gone.secret, Math.max(200, Math.round(SECONDS * 200)));
+      refusals = await refusalTimes(ports.authz, secrets[0]!, gone.secret, Math.max(200, Math.round(SECONDS * 200)));
       console.log(`${kind} 401 p50 by case (ms): ${REFUSALS.map((c) => `${c} ${refusals![c]}`).join(', ')}`);
     } finally {
       await stopChild(child);
     }
     const inProcess = await driveInProcess(store, secrets, SECONDS);
     print(`${kind} in-process`, inProcess);
-    return { spread, hot, wide, inProcess, refusals: refusals! };
+    return { spread, hot, wide, inProcess, refusals: refusals!, claim: claim! };
   } finally {
     await store.close();
     await h.drop();
@@ -318,7 +395,7 @@ try {
   const floorProc = await startChild(process.execPath, ['-e', FLOOR_SERVER], { PATH: process.env.PATH });
   let floor: Figures;
   try {
-    floor = await driveHttp(floorProc.port, ['sk_' + 'b'.repeat(43)], SECONDS);
+    floor = await driveHttp(floorProc.ports, ['sk_' + 'b'.repeat(43)], SECONDS);
     print('baseline: empty HTTP server', floor);
   } finally {
     await stopChild(floorProc.child);
@@ -352,6 +429,17 @@ try {
     postgres_hot_key_per_s: postgres.hot.perSec,
     postgres_in_process_per_s: postgres.inProcess.perSec,
     postgres_401_p50_ms: postgres.refusals,
+    // The single-use claim (docs/architecture.md §4): what one more policy round trip costs a render.
+    sqlite_claim_p50_ms: sqlite.claim.claimP50Ms,
+    sqlite_claim_pair_p50_added_ms: sqlite.claim.pairP50AddedMs,
+    sqlite_claim_policy_cpu_ms_per_render: { without: sqlite.claim.policyCpuMsPerRenderWithout, with: sqlite.claim.policyCpuMsPerRenderWith, added: sqlite.claim.policyCpuMsAddedPerRender },
+    sqlite_claim_caller_cpu_ms_added_per_render: sqlite.claim.callerCpuMsAddedPerRender,
+    sqlite_with_claim_per_s: sqlite.claim.with.perSec,
+    postgres_claim_p50_ms: postgres.claim.claimP50Ms,
+    postgres_claim_pair_p50_added_ms: postgres.claim.pairP50AddedMs,
+    postgres_claim_policy_cpu_ms_per_render: { without: postgres.claim.policyCpuMsPerRenderWithout, with: postgres.claim.policyCpuMsPerRenderWith, added: postgres.claim.policyCpuMsAddedPerRender },
+    postgres_claim_caller_cpu_ms_added_per_render: postgres.claim.callerCpuMsAddedPerRender,
+    postgres_with_claim_per_s: postgres.claim.with.perSec,
     errors: floor.errors + sqlite.spread.errors + sqlite.hot.errors + postgres.spread.errors + postgres.hot.errors + (postgres.wide?.errors ?? 0),
     baseline: 'empty node http server, same client',
     baseline_per_s: floor.perSec,

@@ -40,6 +40,7 @@ import { podPlans, projectConfigMaps, type PodPlan } from './wiring/pods.ts';
 import { METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 import { STATE_PATH } from '../../lib/state-contract.ts';
 import { RATELIMIT_LIMIT_HEADER } from '../../lib/policy-contract.ts';
+import { TEST_LEASE_ENV } from '../lib/leases.ts';
 import { CACHE_HEADER } from '../../renderer/server/answer-headers.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -189,6 +190,17 @@ function tintypeArgv(plan: PodPlan): string[] {
 }
 
 /** Whether TCP connections from a pod reach `host:port`: `connected`, or the error (EACCES: refused by the pod's own rules; timeout: dropped by the peer's). */
+/** GET 127.0.0.1:`port` from inside network namespace `ns`, as `kubectl port-forward` arrives in a pod. */
+async function getInPod(ns: string, port: number, p: string): Promise<{ status: number; body: Buffer }> {
+  const code = "require('http').get({host:'127.0.0.1',port:+process.argv[1],path:process.argv[2]},(r)=>{const c=[];r.on('data',(d)=>c.push(d));" +
+    "r.on('end',()=>console.log(JSON.stringify({status:r.statusCode,body:Buffer.concat(c).toString('base64')})))})";
+  const stdout = await new Promise<string>((resolve, reject) => {
+    execFile('ip', ['netns', 'exec', ns, 'node', '-e', code, String(port), p], { encoding: 'utf8' }, (err, out) => err === null ? resolve(out) : reject(err));
+  });
+  const got = JSON.parse(stdout) as { status: number; body: string };
+  return { status: got.status, body: Buffer.from(got.body, 'base64') };
+}
+
 async function connectFrom(ns: string, targets: Array<[string, number]>): Promise<Record<string, string>> {
   const code = "const net=require('net');const ts=JSON.parse(process.argv[1]);const out={};let n=ts.length;" +
     "for(const [h,p] of ts){const s=net.connect({host:h,port:p,timeout:1500});const done=(r)=>{if(out[h+':'+p])return;out[h+':'+p]=r;s.destroy();if(--n===0)console.log(JSON.stringify(out))};" +
@@ -274,7 +286,7 @@ t.before(async () => {
     'secrets:',
     `  databaseUrl: postgres://postgres@postgresql:${BACKENDS.postgresql.port}/${DB}`,
     `  redisUrl: redis://redis:${BACKENDS.redis.port}/${REDIS_DB}`,
-    `  leaseSecret: ${randomBytes(32).toString('base64url')}`,
+    ...Object.entries(TEST_LEASE_ENV).map(([k, v]) => `  ${k === 'TINTYPE_LEASE_SIGNING_KEY' ? 'leaseSigningKey' : 'leasePublicKeys'}: ${v}`),
     // Not the default, so the renderer's /state shows the value reached it.
     'renderer:',
     '  slots: 1',
@@ -394,9 +406,12 @@ t.test('each setting reached what it names', async (t) => {
     await db.end();
   }
   t.same(rows, [{ operation: 'ping', status: 200, metered: true }, { operation: 'html-to-image', status: 200, metered: true }], 'both calls metered in the release\'s database');
-  // Usage on policy's admin port, as an operator's port-forward reads it (NOTES.txt).
+  // Usage on policy's admin port, as an operator's port-forward reads it (NOTES.txt): from the
+  // pod's own loopback. From another address it is not served (TINTYPE_POLICY_USAGE_OPEN unset).
   const month = new Date().toISOString().slice(0, 7);
-  const usage = await get(n.addr('policy'), byRole('policy').ports['admin']!, `/usage?month=${month}&key=${keyId}`);
+  const usagePath = `/usage?month=${month}&key=${keyId}`;
+  t.equal((await get(n.addr('policy'), byRole('policy').ports['admin']!, usagePath)).status, 404, 'usage is not served to a peer off the pod');
+  const usage = await getInPod(n.ns('policy'), byRole('policy').ports['admin']!, usagePath);
   t.equal(usage.status, 200, usage.status === 200 ? 'usage on the admin port' : usage.body.toString('utf8'));
   const report = JSON.parse(usage.body.toString('utf8'));
   t.equal(report.keys[0].keyId, keyId);
@@ -423,18 +438,18 @@ t.test('the pods reach each other only as the NetworkPolicies say', async (t) =>
   const n = podNet!;
   const a = (p: string): string => n.addr(p);
   const [fromRenderer, fromGuard, fromEnvoy, fromPolicy, fromOutside] = await Promise.all([
-    connectFrom(n.ns('renderer'), [[a('policy'), 8081], [a('guard'), 3128], [a('redis'), 6379], [a('policy'), 9081], [a('guard'), 9128], [a('postgresql'), 5432], [a('envoy'), 8443]]),
+    connectFrom(n.ns('renderer'), [[a('policy'), 8181], [a('guard'), 3128], [a('redis'), 6379], [a('policy'), 8081], [a('policy'), 9081], [a('guard'), 9128], [a('postgresql'), 5432], [a('envoy'), 8443]]),
     connectFrom(n.ns('guard'), [[a('policy'), 8081], [a('renderer'), 8082], [a('redis'), 6379]]),
-    connectFrom(n.ns('envoy'), [[a('policy'), 8081], [a('policy'), 9081], [a('renderer'), 8082], [a('renderer'), 9082], [a('guard'), 3128], [a('postgresql'), 5432]]),
+    connectFrom(n.ns('envoy'), [[a('policy'), 8081], [a('policy'), 9081], [a('renderer'), 8082], [a('renderer'), 9082], [a('guard'), 3128], [a('postgresql'), 5432], [a('policy'), 8181]]),
     connectFrom(n.ns('policy'), [[a('postgresql'), 5432], [a('redis'), 6379], [a('renderer'), 8082]]),
     // From outside the cluster: the edge's public port only (the pods' own rules drop the rest).
     Promise.all(([['policy', 8081], ['policy', 9081], ['renderer', 8082], ['guard', 3128]] as const).map(([pod, port]) =>
       get(a(pod), port, READY_PATH, n.clientAddr, 2_000).then(() => `${pod}:${port} answered`, (e: Error) => `${pod}:${port} ${e.message}`))),
   ]);
-  t.same(Object.values(fromRenderer), ['connected', 'connected', 'connected', 'EACCES', 'EACCES', 'EACCES', 'EACCES'],
-    "the renderer (and Chromium in it): policy's settle port, the guard and Redis only");
+  t.same(Object.values(fromRenderer), ['connected', 'connected', 'connected', 'EACCES', 'EACCES', 'EACCES', 'EACCES', 'EACCES'],
+    "the renderer (and Chromium in it): policy's claim and settle port (not its ext_authz port), the guard and Redis only");
   t.same(Object.values(fromGuard), ['EACCES', 'EACCES', 'EACCES'], 'the guard: none of the release, nor Redis');
-  t.same(Object.values(fromEnvoy), ['connected', 'connected', 'connected', 'connected', 'EACCES', 'EACCES'], 'Envoy: policy and the renderers, their admin ports for health checks');
+  t.same(Object.values(fromEnvoy), ['connected', 'connected', 'connected', 'connected', 'EACCES', 'EACCES', 'EACCES'], "Envoy: policy's ext_authz (not its claim and settle port) and the renderers, their admin ports for health checks");
   t.same(Object.values(fromPolicy), ['connected', 'EACCES', 'EACCES'], 'policy: PostgreSQL only');
   t.same(fromOutside, ['policy:8081 timeout', 'policy:9081 timeout', 'renderer:8082 timeout', 'guard:3128 timeout'], 'a client outside the cluster reaches none of them');
 });
