@@ -207,6 +207,9 @@ async function perPair(pid: number, run: () => Promise<Figures>): Promise<{ f: F
   return { f, policyMs: ((cpuSecondsOf(pid) - p0) * 1000) / pairs, callerMs: (c.user + c.system) / 1000 / pairs };
 }
 
+/** CPU per render is a fraction of a millisecond: three places. */
+const round3 = (n: number): number => Math.round(n * 1000) / 1000;
+
 async function claimCost(pid: number, ports: Ports, secrets: string[]): Promise<ClaimCost> {
   const without = await perPair(pid, () => driveHttp(ports, secrets, SECONDS));
   const withClaim = await perPair(pid, () => driveHttp(ports, secrets, SECONDS, CONNECTIONS, true));
@@ -215,10 +218,10 @@ async function claimCost(pid: number, ports: Ports, secrets: string[]): Promise<
     with: withClaim.f,
     claimP50Ms: withClaim.f.claimP50 ?? 0,
     pairP50AddedMs: round2(withClaim.f.pairP50 - without.f.pairP50),
-    policyCpuMsPerRenderWithout: round2(without.policyMs * 1000) / 1000,
-    policyCpuMsPerRenderWith: round2(withClaim.policyMs * 1000) / 1000,
-    policyCpuMsAddedPerRender: round2((withClaim.policyMs - without.policyMs) * 1000) / 1000,
-    callerCpuMsAddedPerRender: round2((withClaim.callerMs - without.callerMs) * 1000) / 1000,
+    policyCpuMsPerRenderWithout: round3(without.policyMs),
+    policyCpuMsPerRenderWith: round3(withClaim.policyMs),
+    policyCpuMsAddedPerRender: round3(withClaim.policyMs - without.policyMs),
+    callerCpuMsAddedPerRender: round3(withClaim.callerMs - without.callerMs),
   };
 }
 
