@@ -105,15 +105,19 @@ export function blocksIn(text: string, heading: string, lang: string): string[] 
   if (start < 0) throw new Error(`no heading "${heading}"`);
   const level = /^#+/.exec(lines[start]!)![0].length;
   const out: string[] = [];
-  let block: string[] | null = null;
+  let fence: string | null = null;
+  let block: string[] = [];
   for (const line of lines.slice(start + 1)) {
-    if (block === null) {
+    if (fence === null) {
       const m = /^#+ /.exec(line);
       if (m !== null && m[0].length - 1 <= level) break;
-      if (line === '```' + lang) block = [];
+      if (line.startsWith('```')) {
+        fence = line.slice(3).trim();
+        block = [];
+      }
     } else if (line === '```') {
-      out.push(block.join('\n'));
-      block = null;
+      if (fence === lang) out.push(block.join('\n'));
+      fence = null;
     } else block.push(line);
   }
   return out;
