@@ -13,7 +13,7 @@ export class ConfigError extends Error {
 
 export type Isolation = 'netns' | 'pod';
 
-/** The render budget when `TINTYPE_RENDER_TIMEOUT_MS` is unset (docs/operations.md, Settings). */
+/** The render budget when `TINTYPE_RENDER_TIMEOUT_MS` is unset (docs/operations.md "Settings"). */
 export const DEFAULT_RENDER_TIMEOUT_MS = 30_000;
 
 /** Request bodies the embedded edge holds before their key is checked, when `TINTYPE_EDGE_MAX_BUFFERED_BYTES` is unset (64 MiB). */
