@@ -35,7 +35,7 @@ const STOP_SETTLE_MS = 10_000;
 const SETTLE_RETRY_MS = [200, 1_000];
 /**
  * How long an answer waits for its settle before it leaves anyway. A settle that fails at
- * first goes on retrying after the answer left (README "Metering").
+ * first goes on retrying after the answer left (docs/operations.md "Usage ledger").
  */
 const SETTLE_WAIT_MS = 1_000;
 

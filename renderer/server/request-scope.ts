@@ -3,7 +3,7 @@
  * - the signed lease the edge got from policy (`x-tintype-lease`), checked before any work, on
  *   every path of this port: a missing, forged or expired lease, or one for any route but the
  *   one the path names exactly (case-sensitive, no trailing slash, no other spelling), is 401 and
- *   settles nothing, so reaching the renderer's port is not enough to render (README "Security");
+ *   settles nothing, so reaching the renderer's port is not enough to render (docs/security.md "The meter's walls");
  * - then claimed at policy, once across all renderers (docs/architecture.md §4): a lease another
  *   attempt holds is 503 `busy`, a spent one 401, and a policy that cannot answer 503 `busy`;
  *   none of these does any work or settles anything. A 503 the edge may retry gives the claim back;
@@ -15,7 +15,7 @@
  *   access log, before the answer's first byte leaves. The answer waits for that settle, so a
  *   caller that sends its next call as soon as it has this answer finds its concurrency place
  *   free (spec Part 3), and no reader, however slow, outlives its lease unmetered;
- * - the trace context the edge sent (`traceparent`, README "Telemetry"), so the render's spans and the
+ * - the trace context the edge sent (`traceparent`, docs/operations.md "Telemetry"), so the render's spans and the
  *   settle call join the request's trace.
  */
 import { ROOT_CONTEXT, context, propagation } from '@opentelemetry/api';

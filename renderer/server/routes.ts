@@ -1,7 +1,7 @@
 /**
  * The /v1 routes (spec Part 4) and the headers of spec 2.1. Handlers only translate between
  * HTTP and the operations. Routes are exact: case-sensitive, no trailing slash, no other
- * spelling (docs/architecture.md §4).
+ * spelling (docs/architecture.md §4); 404 and 405 as docs/decisions.md says.
  */
 import type { Middleware } from 'koa';
 import { ServiceError } from '../../lib/errors.ts';
