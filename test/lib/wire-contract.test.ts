@@ -9,8 +9,8 @@ import t from 'tap';
 import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER, RENDER_STATS_PATH, RENDER_TOKEN_FORM, newRenderToken, renderAuthorization, renderStatsPath, renderTokenFrom, renderTokenFromPath } from '../../lib/guard-contract.ts';
 import {
-  ATTEMPT_HEADER, CACHE_OUTCOMES, EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, LEASE_ID_FORM, MAX_BODY_BYTES, RATELIMIT_LIMIT_HEADER,
-  RATELIMIT_REMAINING_HEADER, SETTLE_PATH,
+  ATTEMPT_HEADER, CACHE_OUTCOMES, CLAIM_PATH, CLAIM_STATUS, EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, LEASE_ID_FORM, MAX_BODY_BYTES, RATELIMIT_LIMIT_HEADER,
+  RATELIMIT_REMAINING_HEADER, RELEASE_PATH, SETTLE_PATH,
 } from '../../lib/policy-contract.ts';
 import { STATE_PATH } from '../../lib/state-contract.ts';
 import { newLeaseId } from '../../policy/secrets.ts';
@@ -24,6 +24,8 @@ t.test('each constant says what its document says', async (t) => {
     ['spec 2.1: refused sub-resources', BLOCKED_HEADER, 'x-render-blocked'],
     ['spec 2.1: cache-control of the renders and of og', [RENDER_CACHE_CONTROL, OG_CACHE_CONTROL], ['no-store', 'private, max-age=86400']],
     ['architecture §2: ext_authz and settle paths', [EXT_AUTHZ_PREFIX, SETTLE_PATH], ['/authz', '/settle']],
+    ['architecture §2: claim and release paths', [CLAIM_PATH, RELEASE_PATH], ['/claim', '/release']],
+    ['architecture §2: what a claim answers', CLAIM_STATUS, { claimed: 204, held: 409, spent: 410 }],
     ['architecture §2: lease and key id headers', [LEASE_HEADER, KEY_ID_HEADER], ['x-tintype-lease', 'x-tintype-key']],
     ['architecture §4: the attempt header Envoy sends', ATTEMPT_HEADER, 'x-envoy-attempt-count'],
     ['architecture §2: the guard\'s own headers', [GUARD_REASON_HEADER, GUARD_FAILURE_HEADER], ['x-guard-reason', 'x-guard-failure']],
