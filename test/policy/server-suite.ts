@@ -12,7 +12,7 @@ import { createPolicyServer } from '../../policy/server.ts';
 import { type StoreKind, fakeClock, storeHome } from './stores.ts';
 import { type Reply, pooledClient, request } from './http.ts';
 import { leaseIdOf, otherLeaseKeys, signedLease, testLeaseKeys } from '../lib/leases.ts';
-import { EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
+import { CLAIM_PATH, EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER, RELEASE_PATH, SETTLE_PATH } from '../../lib/policy-contract.ts';
 import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 
 const PLANS = {
@@ -43,6 +43,30 @@ async function serve(t: Test, kind: StoreKind, timeoutMs?: number) {
 }
 
 export function serverSuite(t: Test, kind: StoreKind): void {
+  t.test('two listeners: ext_authz on the edge\'s only; claim, release and settle on the renderers\' only; a lease is claimed once', async (t) => {
+    const { port, settlePort, key } = await serve(t, kind);
+    const k = await key('free');
+    const a = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${k.secret}` });
+    t.equal(a.status, 200);
+    const lease = String(a.headers[LEASE_HEADER]);
+    const body = (extra: object = {}) => JSON.stringify({ lease, ...extra });
+    for (const p of [SETTLE_PATH, CLAIM_PATH, RELEASE_PATH]) t.equal((await request(port, 'POST', p, {}, body())).status, 404, `${p} is not on the edge's listener`);
+    t.equal((await request(settlePort, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${k.secret}` })).status, 404, 'ext_authz is not on the renderers\' listener');
+    t.equal((await request(settlePort, 'GET', READY_PATH)).status, 200, 'probes answer on both');
+    const claim = async (b: string) => (await request(settlePort, 'POST', CLAIM_PATH, { 'content-type': 'application/json' }, b)).status;
+    t.equal(await claim(body()), 204, 'claimed');
+    t.equal(await claim(body()), 409, 'held: a second attempt is refused');
+    t.equal((await request(settlePort, 'POST', RELEASE_PATH, {}, body())).status, 204, 'released (a 503 the edge retries)');
+    t.equal(await claim(body()), 204, 'the retry claims it');
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, {}, body({ status: 200, cache: 'miss' }))).status, 204, 'settled');
+    t.equal(await claim(body()), 410, 'spent once settled');
+    t.equal(await claim(JSON.stringify({ lease: signedLease('pdf') })), 410, 'a signed lease policy never granted is no lease to claim');
+    t.equal(await claim(JSON.stringify({ lease: otherLeaseKeys().sign(testLeaseKeys.verify(lease)!) })), 401, 'forged: 401');
+    t.equal(await claim('{"lease":7}'), 400, 'not a lease: 400');
+    t.equal(await claim('x'.repeat(5000)), 413);
+    t.equal((await request(settlePort, 'GET', CLAIM_PATH)).status, 405);
+  });
+
   t.test('allow: 200 with lease, key id and rate position; no secret anywhere', async (t) => {
     const { port, settlePort, key, lines } = await serve(t, kind);
     const k = await key('starter');
