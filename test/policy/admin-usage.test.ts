@@ -5,6 +5,7 @@
  * starts with.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -19,14 +20,12 @@ const outside = Object.values(os.networkInterfaces()).flat().find((i) => i !== u
 /** GET `path` on `host:port` from that host's own address (so the peer is `host`, not loopback). */
 function getFrom(host: string, port: number, p: string) {
   return new Promise<number>((resolve, reject) => {
-    import('node:http').then(({ default: http }) => {
-      const req = http.request({ host, port, path: p, localAddress: host }, (res) => {
-        res.resume();
-        res.once('end', () => resolve(res.statusCode ?? 0));
-      });
-      req.once('error', reject);
-      req.end();
-    }, reject);
+    const req = http.request({ host, port, path: p, localAddress: host }, (res) => {
+      res.resume();
+      res.once('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.once('error', reject);
+    req.end();
   });
 }
 
