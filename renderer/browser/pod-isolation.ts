@@ -151,12 +151,14 @@ class PodIsolation implements BrowserIsolation {
     const env: Record<string, string> = {
       TINTYPE_BROWSER_SOCKET: path.join(dir, 'cdp.sock'),
       TINTYPE_BROWSER_CONNECTIONS: String(this.options.lanes + 1),
+      // Its stdin is a pipe from this process: it ends when this process does, even killed.
+      TINTYPE_BROWSER_STOP_WITH_STDIN: '1',
       TMPDIR: dir,
       PATH: process.env['PATH'] ?? '/usr/bin:/bin',
     };
     if (this.options.config.chromiumPath !== undefined) env['CHROMIUM_PATH'] = this.options.config.chromiumPath;
     for (const name of ['LANG', 'LANGUAGE', 'TZ']) if (process.env[name] !== undefined) env[name] = process.env[name]!;
-    const child = spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, argv, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     let said = '';
     try {

@@ -4,7 +4,8 @@
  * `node:` modules and its siblings, so the browser image carries it compiled beside Node, Chromium
  * and fonts, and nothing of the renderer (docs/architecture.md §3). Settings: TINTYPE_BROWSER_SOCKET
  * (the socket to make, required), CHROMIUM_PATH, TINTYPE_BROWSER_CONNECTIONS (browsers at once,
- * default 4), TINTYPE_BROWSER_MEMORY_REPORT_MS (default 2000), TMPDIR (profiles); no arguments.
+ * default 4), TINTYPE_BROWSER_MEMORY_REPORT_MS (default 2000), TMPDIR (profiles),
+ * TINTYPE_BROWSER_STOP_WITH_STDIN=1 (a renderer's own child: stop when its stdin ends); no arguments.
  */
 import { accessSync, constants } from 'node:fs';
 import os from 'node:os';
@@ -64,6 +65,11 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  // Started by a renderer as its own child (no container): its stdin is a pipe from that renderer,
+  // which ends when the renderer does, however it ended. Then nobody is left to serve.
+  if (process.env['TINTYPE_BROWSER_STOP_WITH_STDIN'] === '1') {
+    process.stdin.on('end', stop).on('error', stop).resume();
+  }
 }
 
 main().catch((err: unknown) => {

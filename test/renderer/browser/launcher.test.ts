@@ -172,6 +172,26 @@ t.test('it stops on SIGTERM: every Chromium killed, the socket removed', async (
   t.notOk(existsSync(l.socket), 'the socket is gone');
 });
 
+t.test("a renderer's own launcher (TINTYPE_BROWSER_STOP_WITH_STDIN) stops when its stdin ends, however the renderer ended", async (t) => {
+  const dir = tempDir(t, 'tintype-launcher-');
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    env: { PATH: process.env['PATH']!, TMPDIR: dir, TINTYPE_BROWSER_SOCKET: path.join(dir, 'cdp.sock'), TINTYPE_BROWSER_STOP_WITH_STDIN: '1' },
+    stdio: ['pipe', 'pipe', 'ignore'],
+  });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  t.teardown(() => child.kill('SIGKILL'));
+  await until(() => out.includes('"launcher.listening"'));
+  const c = await connect(path.join(dir, 'cdp.sock'));
+  c.send({ args: SWITCHES });
+  const pid = (await c.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  child.stdin!.destroy();
+  await until(() => child.exitCode !== null);
+  t.equal(child.exitCode, 0, 'it stopped');
+  await until(() => !alive(pid));
+  t.pass('and its Chromium with it');
+});
+
 t.test('without a socket to make, or a Chromium, it stops at once saying why', async (t) => {
   const run = (env: Record<string, string>) =>
     new Promise<{ code: number | null; out: string }>((resolve) => {
