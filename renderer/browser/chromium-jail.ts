@@ -1,5 +1,5 @@
 /**
- * netns isolation: the filesystem Chromium sees (README "Chromium isolation"). The launcher
+ * netns isolation: the filesystem Chromium sees (docs/security.md "Chromium isolation"). The launcher
  * gives Chromium a mount namespace of its own whose root is a fresh tmpfs holding only what a
  * browser needs, read-only from the host: /usr, the /bin, /sbin and /lib links (or directories),
  * the fontconfig cache, Chromium's own directory, and of /etc only what Chromium reads (fonts,

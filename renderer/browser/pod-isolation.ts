@@ -1,5 +1,5 @@
 /**
- * `pod` isolation (README, "Chromium isolation"; docs/architecture.md §3): in Kubernetes, where Pod
+ * `pod` isolation (docs/security.md "Chromium isolation"; docs/architecture.md §3): in Kubernetes, where Pod
  * Security `restricted` forbids making namespaces, Chromium runs in a container of its own in the
  * renderer's pod: another uid, no shared PID namespace, no secret in its environment or mounts,
  * nothing of the renderer's in its filesystem. A launcher there (launcher/main.ts) starts one

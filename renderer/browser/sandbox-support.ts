@@ -2,7 +2,7 @@
  * Whether Chromium's own sandbox can run here, decided once when the pool starts (in `pod`
  * isolation the launcher decides it in the browser's own container: launcher/sandbox.ts). Where
  * it cannot be had, Chromium is started with --no-sandbox and the pool says why once, at start
- * (README "Chromium isolation").
+ * (docs/security.md "Chromium isolation").
  */
 import type { Isolation } from '../../lib/config.ts';
 import { findTool } from './launch-script.ts';

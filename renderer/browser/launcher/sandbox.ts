@@ -2,7 +2,7 @@
  * Whether Chromium's own sandbox can run as this process's user. On Linux without a setuid
  * helper (Debian ships none) the sandbox is made of user namespaces, and Chromium refuses it
  * outright as uid 0. Where it cannot be had, Chromium is started with --no-sandbox and the reason
- * is said once, at start (README, "Chromium isolation").
+ * is said once, at start (docs/security.md "Chromium isolation").
  */
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
