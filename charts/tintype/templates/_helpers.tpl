@@ -39,14 +39,19 @@ app.kubernetes.io/component: {{ .role }}
 {{- end -}}
 {{- end -}}
 
-{{/* The browser container's image (Chromium, fonts, the launcher), by digest when one is given. */}}
+{{/*
+The browser container's image (Chromium, fonts, the launcher), by digest when one is given. Its
+repository and tag follow image.* (`<repository>-browser`, the same tag) unless set: the two images
+are built and pushed together.
+*/}}
 {{- define "tintype.browserImage" -}}
 {{- $i := .Values.renderer.browser.image -}}
-{{- $tag := default .Chart.AppVersion $i.tag -}}
+{{- $repository := default (printf "%s-browser" .Values.image.repository) $i.repository -}}
+{{- $tag := default (default .Chart.AppVersion .Values.image.tag) $i.tag -}}
 {{- if $i.digest -}}
-{{- printf "%s:%s@%s" $i.repository $tag $i.digest -}}
+{{- printf "%s:%s@%s" $repository $tag $i.digest -}}
 {{- else -}}
-{{- printf "%s:%s" $i.repository $tag -}}
+{{- printf "%s:%s" $repository $tag -}}
 {{- end -}}
 {{- end -}}
 
