@@ -144,6 +144,9 @@ class Session {
     this.options.log('launcher.refused', { reason });
     this.ended = true;
     this.onEnd();
+    // Whatever else it sends is read and dropped until it goes.
+    this.socket.removeAllListeners('data');
+    this.socket.resume();
     refuse(this.socket, reason);
   }
 

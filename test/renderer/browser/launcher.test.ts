@@ -147,6 +147,9 @@ t.test('refused: a switch not accepted, a request that is not one, a connection 
   const junk = await connect(l.socket);
   junk.socket.write('not json\0');
   t.ok(await junk.next({ method: 'Tintype.refused' }), 'not JSON: refused');
+  const endless = await connect(l.socket);
+  endless.socket.write(Buffer.alloc(70 * 1024, 0x20));
+  t.match((await endless.next({ method: 'Tintype.refused' }))?.['params']['reason'], /too large/, 'a request that never ends: refused past 64 KiB');
   const a = await connect(l.socket);
   a.send({ args: SWITCHES });
   const b = await connect(l.socket);
