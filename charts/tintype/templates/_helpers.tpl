@@ -39,6 +39,22 @@ app.kubernetes.io/component: {{ .role }}
 {{- end -}}
 {{- end -}}
 
+{{/*
+The browser container's image (Chromium, fonts, the launcher), by digest when one is given. Its
+repository and tag follow image.* (`<repository>-browser`, the same tag) unless set: the two images
+are built and pushed together.
+*/}}
+{{- define "tintype.browserImage" -}}
+{{- $i := .Values.renderer.browser.image -}}
+{{- $repository := default (printf "%s-browser" .Values.image.repository) $i.repository -}}
+{{- $tag := default (default .Chart.AppVersion .Values.image.tag) $i.tag -}}
+{{- if $i.digest -}}
+{{- printf "%s:%s@%s" $repository $tag $i.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repository $tag -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "tintype.envoyImage" -}}
 {{- $i := .Values.envoy.image -}}
 {{- if $i.digest -}}
