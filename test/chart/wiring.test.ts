@@ -542,7 +542,8 @@ t.test("the browser container: Chromium's own uid and PID namespace, no secret i
   ];
   const probe = await new Promise<string>((resolve, reject) => {
     execFile('nsenter', ['--target', String(inner), '--pid', '--mount', '--net', `--setuid=${browserUid}`, `--setgid=${browserUid}`, '--',
-      '/run/tintype-image/node', '-e', PROBE, JSON.stringify(input)], { encoding: 'utf8', env: {} }, (err, out, errOut) => (err === null ? resolve(out) : reject(new Error(`${err.message}: ${errOut}`))));
+      // env(1) drops the loader tap puts in NODE_OPTIONS of every child: its path is the checkout's, which the container cannot see.
+      '/usr/bin/env', '-u', 'NODE_OPTIONS', '/run/tintype-image/node', '-e', PROBE, JSON.stringify(input)], { encoding: 'utf8' }, (err, out, errOut) => (err === null ? resolve(out) : reject(new Error(`${err.message}: ${errOut}`))));
   });
   const seen = JSON.parse(probe);
   t.equal(seen.uid, browserUid, 'the probe runs as the container');
