@@ -52,7 +52,9 @@ export function connectGuard(dial: Dial, wanted: () => boolean, track: (s: net.S
     const attempt = (): void => {
       if (!wanted()) return reject(new Error('the lane was cut'));
       const socket = track(dial());
+      let decided = false;
       const failed = (err: NodeJS.ErrnoException): void => {
+        decided = true;
         socket.destroy();
         if (err.code !== 'EAGAIN' || performance.now() - started > GUARD_QUEUE_FULL_RETRY_MS) return reject(err);
         setTimeout(attempt, pause);
@@ -60,8 +62,13 @@ export function connectGuard(dial: Dial, wanted: () => boolean, track: (s: net.S
       };
       socket.once('error', failed);
       socket.once('connect', () => {
+        decided = true;
         socket.off('error', failed);
         resolve(closeOnError(socket));
+      });
+      // Destroyed by a cut before it connected or failed: given up.
+      socket.once('close', () => {
+        if (!decided) reject(new Error('closed before it connected'));
       });
     };
     attempt();

@@ -73,3 +73,16 @@ t.test('a lane cut while it waits gives the connection up', async (t) => {
   const outcomes = await Promise.all(connecting);
   t.ok(outcomes.includes('given up'), 'the waiting ones were given up');
 });
+
+t.test('a connection cut before it connected gives the request up rather than leaving it waiting', async (t) => {
+  const guard = await stalledListener(t);
+  guard.accept();
+  const opened: net.Socket[] = [];
+  const connecting = connectGuard(() => net.connect({ path: guard.path }), () => true, (s) => {
+    opened.push(s);
+    return s;
+  });
+  // The lane is cut at once, as setAuthorization destroys every socket of the lane.
+  for (const s of opened) s.destroy();
+  await t.rejects(connecting, /closed before it connected/);
+});
