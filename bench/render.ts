@@ -276,7 +276,7 @@ async function profilePhases(): Promise<void> {
       browserMaxRssMb: 8_192, isolation: 'netns', guardAllowCidrs: [],
     },
     logger,
-    guard: { socketPath, takeTally: (token) => guard.takeTally(token) },
+    guard: { socketPath, takeTally: (token) => guard.settledTally(token) },
   });
   const out: Record<string, number> = {};
   try {

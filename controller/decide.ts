@@ -8,7 +8,11 @@
  * `busyMean` is the usable pods' busy slots averaged over the last seconds (lib/state-contract.ts),
  * not the count of one moment: the down window keeps the highest recommendation of five minutes,
  * and the highest of sixty momentary counts holds far more pods than the load needs. A usable pod
- * is ready, readable, not draining, and its guard is verified; the others offer no slots. Up at
+ * is ready, readable, not draining, its guard is verified, and it reports the slots its spec
+ * configures (`TINTYPE_SLOTS`); the others offer no slots. A pod is not trusted to say how big
+ * it is: one reporting other slots than configured is left out (and shown), so no one pod can
+ * move the pool by claiming thousands of slots, all busy or all idle; what a pod reports busy is
+ * bounded by its configured slots. Up at
  * once (or to the lowest recommendation of the up window), down only to the highest
  * recommendation of the down window; never more than double, nor down more than half, in one
  * step.
@@ -20,6 +24,8 @@ import type { PoolSpec } from './spec.ts';
 export interface PodReading {
   name: string;
   state: RendererStateReport | undefined;
+  /** The slots the pod's spec configures (pods.ts configuredSlots); undefined when its spec does not say (the report is then taken as is). */
+  configuredSlots?: number;
 }
 
 /** A recommendation made at a moment, remembered for the stabilization windows. */
@@ -68,6 +74,8 @@ export interface Tally {
   busyMean: number;
   /** Ready pods whose guard is unverified or lost. */
   unverifiedPods: number;
+  /** Ready pods whose report names other slots than their spec configures, by name: left out of the decision. */
+  disagreeing: string[];
   drainingPods: number;
   unreadablePods: number;
 }
@@ -84,9 +92,10 @@ export interface Decision {
 
 /** Sums the readings. */
 export function tally(readings: readonly PodReading[]): Tally {
-  const t: Tally = { usablePods: 0, slots: 0, busySlots: 0, busyMean: 0, unverifiedPods: 0, drainingPods: 0, unreadablePods: 0 };
-  for (const { state } of readings) {
+  const t: Tally = { usablePods: 0, slots: 0, busySlots: 0, busyMean: 0, unverifiedPods: 0, disagreeing: [], drainingPods: 0, unreadablePods: 0 };
+  for (const { name, state, configuredSlots } of readings) {
     if (state === undefined) t.unreadablePods += 1;
+    else if (configuredSlots !== undefined && state.slots !== configuredSlots) t.disagreeing.push(name);
     else if (state.guard !== 'verified') t.unverifiedPods += 1;
     else if (state.draining) t.drainingPods += 1;
     else {

@@ -1,8 +1,9 @@
 /**
  * Which pods belong to a RenderPool and where their `/state` is: the Deployment's spec.selector
  * picks them; a Running pod with a Ready condition, its status.podIP and its container port
- * named `admin` make it readable.
+ * named `admin` make it readable. How many slots it has is read from its spec, not its word.
  */
+import { DEFAULT_SLOTS, MAX_SLOTS } from '../lib/config.ts';
 
 /** True when `labels` satisfy a LabelSelector (matchLabels and matchExpressions). An empty selector matches nothing here. */
 export function selectorMatches(selector: any, labels: Record<string, string> = {}): boolean {
@@ -29,6 +30,22 @@ export interface ReadyPod {
   name: string;
   /** `http://ip:port` of its admin port. */
   adminBase: string;
+  /** What configuredSlots() reads from its spec. */
+  configuredSlots: number | undefined;
+}
+
+/**
+ * The slots a pod spec configures: the `TINTYPE_SLOTS` its containers set (the renderer's default
+ * when none does); undefined when it is set from elsewhere (`valueFrom`) or out of the renderer's
+ * bounds, since the spec then does not say.
+ */
+export function configuredSlots(podSpec: any): number | undefined {
+  const set = (podSpec?.containers ?? []).flatMap((c: any) => (c.env ?? []).filter((e: any) => e?.name === 'TINTYPE_SLOTS'));
+  if (set.length === 0) return DEFAULT_SLOTS;
+  const value: unknown = set.at(-1).value;
+  if (typeof value !== 'string' || !/^\d+$/.test(value.trim())) return undefined;
+  const n = Number(value);
+  return n >= 1 && n <= MAX_SLOTS ? n : undefined;
 }
 
 /** The pod's admin endpoint when it is Running and Ready and not being deleted; otherwise undefined. */
@@ -43,5 +60,5 @@ export function readyPod(pod: any): ReadyPod | undefined {
   }
   if (port === undefined) return undefined;
   const host = ip.includes(':') ? `[${ip}]` : ip;
-  return { name: pod.metadata.name, adminBase: `http://${host}:${port}` };
+  return { name: pod.metadata.name, adminBase: `http://${host}:${port}`, configuredSlots: configuredSlots(pod.spec) };
 }

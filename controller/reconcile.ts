@@ -18,6 +18,8 @@ import { buildStatus, sameStatus } from './status.ts';
 export interface PoolMemory {
   history: Recommendation[];
   lastScaleAt?: number;
+  /** Pods already announced as reporting other slots than configured, while they still do. */
+  disagreeing?: Set<string>;
 }
 
 export interface ReconcileDeps {
@@ -57,7 +59,8 @@ export async function reconcilePool(deps: ReconcileDeps, pool: any, memory: Pool
     .filter((p) => selectorMatches(selector, p.metadata?.labels))
     .map(readyPod)
     .filter((p) => p !== undefined);
-  const readings: PodReading[] = await Promise.all(ready.map(async (p) => ({ name: p.name, state: await deps.readState(p.adminBase) })));
+  const readings: PodReading[] = await Promise.all(ready.map(async (p) =>
+    ({ name: p.name, state: await deps.readState(p.adminBase), configuredSlots: p.configuredSlots })));
   for (const r of readings) metrics.stateReads.inc({ outcome: r.state === undefined ? 'unreadable' : 'ok' });
 
   // Decide.
@@ -68,8 +71,10 @@ export async function reconcilePool(deps: ReconcileDeps, pool: any, memory: Pool
   metrics.decisions.inc({ reason: decision.reason });
   logger.info('controller.decision', {
     pool: name, reason: decision.reason, from: current, to: decision.desired, slots: decision.tally.slots,
-    busy: decision.tally.busySlots, busy_mean: Math.round(decision.tally.busyMean * 1000) / 1000, unverified: decision.tally.unverifiedPods, leader: deps.isLeader(),
+    busy: decision.tally.busySlots, busy_mean: Math.round(decision.tally.busyMean * 1000) / 1000, unverified: decision.tally.unverifiedPods,
+    disagreeing: decision.tally.disagreeing.length, leader: deps.isLeader(),
   });
+  await showDisagreeing(deps, pool, readings, decision, memory, now);
 
   // Write.
   if (decision.desired !== current && deps.isLeader()) {
@@ -102,8 +107,32 @@ export async function reconcilePool(deps: ReconcileDeps, pool: any, memory: Pool
 
 const round2 = (n: number): number => Math.round(n * 100) / 100;
 
-/** A Normal Event on the RenderPool naming from and to (events.k8s.io/v1; eventTime is a MicroTime). */
+/**
+ * A Warning Event on the RenderPool for each pod that newly reports other slots than its spec
+ * configures (once while it keeps doing so, again if it starts again), and the log line with it.
+ */
+async function showDisagreeing(deps: ReconcileDeps, pool: any, readings: readonly PodReading[], d: Decision, memory: PoolMemory, now: number): Promise<void> {
+  const before = memory.disagreeing ?? new Set<string>();
+  const current = new Set(d.tally.disagreeing);
+  for (const r of readings) {
+    if (!current.has(r.name) || before.has(r.name)) continue;
+    const note = `pod ${r.name} reports ${r.state?.slots} slots but its spec configures ${r.configuredSlots}; left out of the scale decision`;
+    deps.logger.warn('controller.slots_disagree', { pool: pool.metadata.name, pod: r.name, reported: r.state?.slots, configured: r.configuredSlots });
+    if (deps.isLeader()) await postEvent(deps, pool, { type: 'Warning', reason: 'SlotsDisagree', action: 'Read', note }, now);
+  }
+  memory.disagreeing = current;
+}
+
+/** A Normal Event on the RenderPool naming from and to. */
 async function announce(deps: ReconcileDeps, pool: any, reason: 'ScaledUp' | 'ScaledDown', from: number, d: Decision, now: number): Promise<void> {
+  const note = `scaled from ${from} to ${d.desired} replicas (${round2(d.tally.busyMean)} of ${d.tally.slots} usable slots busy on average; ${d.reason})`;
+  await postEvent(deps, pool, { type: 'Normal', reason, action: 'Scale', note }, now);
+}
+
+/** An Event regarding the RenderPool (events.k8s.io/v1; eventTime is a MicroTime). */
+async function postEvent(
+  deps: ReconcileDeps, pool: any, e: { type: 'Normal' | 'Warning'; reason: string; action: string; note: string }, now: number,
+): Promise<void> {
   const { namespace } = deps;
   try {
     await deps.api.request('POST', `/apis/events.k8s.io/v1/namespaces/${namespace}/events`, {
@@ -111,10 +140,7 @@ async function announce(deps: ReconcileDeps, pool: any, reason: 'ScaledUp' | 'Sc
       kind: 'Event',
       metadata: { generateName: `${pool.metadata.name}.`, namespace },
       eventTime: microTime(now),
-      type: 'Normal',
-      reason,
-      action: 'Scale',
-      note: `scaled from ${from} to ${d.desired} replicas (${round2(d.tally.busyMean)} of ${d.tally.slots} usable slots busy on average; ${d.reason})`,
+      ...e,
       reportingController: `${GROUP}/${CONTROLLER_NAME}`,
       reportingInstance: deps.identity,
       regarding: {
@@ -123,7 +149,7 @@ async function announce(deps: ReconcileDeps, pool: any, reason: 'ScaledUp' | 'Sc
       },
     });
   } catch (err) {
-    // An Event is a courtesy: the scale already happened, so its failure is logged, not retried.
-    deps.logger.warn('controller.event_failed', { reason, message: err instanceof Error ? err.message : 'unknown' });
+    // An Event is a courtesy: what it tells already happened, so its failure is logged, not retried.
+    deps.logger.warn('controller.event_failed', { reason: e.reason, message: err instanceof Error ? err.message : 'unknown' });
   }
 }

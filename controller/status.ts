@@ -1,13 +1,13 @@
 /**
  * The RenderPool's status and its conditions (docs/helm.md, "Reading `kubectl get rp`"): figures from the
- * last reading and decision, and three conditions in the metav1.Condition shape. A condition's
+ * last reading and decision, and four conditions in the metav1.Condition shape. A condition's
  * lastTransitionTime moves only when its status does, so an unchanged pool writes nothing.
  */
 import type { Tally } from './decide.ts';
 import { time } from './kube/time.ts';
 
 export interface Condition {
-  type: 'Available' | 'Busy' | 'GuardVerified';
+  type: 'Available' | 'Busy' | 'GuardVerified' | 'SlotsAgree';
   status: 'True' | 'False' | 'Unknown';
   observedGeneration: number;
   lastTransitionTime: string;
@@ -28,6 +28,9 @@ export interface PoolStatus {
 }
 
 const pods = (n: number): string => `${n} pod${n === 1 ? '' : 's'}`;
+/** Up to five names, and how many more. */
+const named = (names: readonly string[]): string =>
+  names.slice(0, 5).join(', ') + (names.length > 5 ? ` and ${names.length - 5} more` : '');
 
 export interface StatusInput {
   generation: number;
@@ -63,6 +66,10 @@ export function buildStatus(input: StatusInput): PoolStatus {
     t.unverifiedPods > 0
       ? condition('GuardVerified', false, 'GuardUnverified', `${pods(t.unverifiedPods)} ready with a guard unverified or lost; their slots do not count`)
       : condition('GuardVerified', true, 'GuardVerified', `every ready pod's guard is verified`),
+    t.disagreeing.length > 0
+      ? condition('SlotsAgree', false, 'SlotsDisagree',
+        `${pods(t.disagreeing.length)} report other slots than configured and are left out of the decision: ${named(t.disagreeing)}`)
+      : condition('SlotsAgree', true, 'SlotsAgree', `every pod read reports the slots it is configured with`),
   ];
   const lastScaleTime = input.lastScaleAt !== undefined ? time(input.lastScaleAt) : input.previous?.lastScaleTime;
   return {

@@ -18,7 +18,7 @@ import type { Registry } from '../lib/metrics.ts';
 import { createRecorder, type DecisionRecorder } from './decisions.ts';
 import { parseCidr } from './address.ts';
 import { Judge } from './judge.ts';
-import { createProxyServer } from './proxy.ts';
+import { createProxyServer, TALLY_SETTLE_MS } from './proxy.ts';
 import { createResolver, type Resolve } from './resolver.ts';
 import { collectSelf, interfaceAddresses, isRangeEntry } from './self.ts';
 import { RenderTallies } from './tally.ts';
@@ -60,6 +60,14 @@ export interface GuardOptions {
   /** How long stop() lets requests in flight finish before closing them. */
   stopGraceMs?: number;
 }
+
+/**
+ * Connections waiting to be accepted, at most (the kernel caps it at net.core.somaxconn). A page
+ * opens hundreds of connections at once and several pages render side by side; on a unix socket
+ * a full queue refuses the next connection at once (EAGAIN), so the queue is made as deep as the
+ * kernel allows, and the relays wait and try again when it is full (renderer/browser/relay.ts).
+ */
+const ACCEPT_QUEUE = 4096;
 
 /** Proxy port of `tintype guard` on its own (docs/architecture.md §1). */
 export const GUARD_PORT = 3128;
@@ -104,8 +112,13 @@ export function guardSettings(
 export interface Guard extends Lifecycle {
   /** Where it listens (after start). */
   address(): { port?: number; host?: string; socket?: string };
-  /** One render's refusal tally; forgets it (the in-process form of `GET /renders/<token>`). */
+  /** One render's refusal tally as recorded now; forgets it. */
   takeTally(token: string): RenderTally;
+  /**
+   * One render's refusal tally once its requests still being judged have their verdicts
+   * (bounded); forgets it. The in-process form of `GET /renders/<token>`.
+   */
+  settledTally(token: string): Promise<RenderTally>;
   /** Refusals of requests that named no render. */
   unnamedTally(): { blocked: number };
   /** The judge this guard decides with (also for page addresses, spec 4.4 rule 3). */
@@ -199,13 +212,13 @@ export function createGuard(options: GuardOptions): Guard {
         if (options.port !== undefined) {
           const server = createProxyServer(ctx);
           servers.push(server);
-          await listen(server, { port: options.port, host: options.host ?? '127.0.0.1' });
+          await listen(server, { port: options.port, host: options.host ?? '127.0.0.1', backlog: ACCEPT_QUEUE });
         }
         if (options.socket !== undefined) {
           removeStaleSocket(options.socket);
           const server = createProxyServer(ctx);
           servers.push(server);
-          await listen(server, { path: options.socket });
+          await listen(server, { path: options.socket, backlog: ACCEPT_QUEUE });
         }
       } catch (err) {
         await this.stop();
@@ -260,6 +273,11 @@ export function createGuard(options: GuardOptions): Guard {
       return tallies.take(token);
     },
 
+    async settledTally(token) {
+      await tallies.settled(token, TALLY_SETTLE_MS);
+      return tallies.take(token);
+    },
+
     unnamedTally() {
       return { blocked: tallies.unnamedBlocked() };
     },
@@ -298,6 +316,7 @@ export async function createPrivateGuard(options: Omit<GuardOptions, 'port' | 'h
     healthy: () => guard.healthy(),
     address: () => guard.address(),
     takeTally: (token) => guard.takeTally(token),
+    settledTally: (token) => guard.settledTally(token),
     unnamedTally: () => guard.unnamedTally(),
     judge: () => guard.judge(),
   };

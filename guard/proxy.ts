@@ -31,6 +31,13 @@ export interface ProxyContext {
   settings: UpstreamSettings & { maxTunnels: number };
 }
 
+/**
+ * How long a read of a render's tally waits for that render's requests still being judged. A
+ * judgement waits at most for DNS (GUARD_DNS_TIMEOUT_MS); the renderer gives up a read after 3 s
+ * (renderer/browser/guard-endpoint.ts), so the wait ends before that, with what is recorded.
+ */
+export const TALLY_SETTLE_MS = 2_000;
+
 function refusalBody(reason: RejectReason): string {
   return `guard refused: ${reason}\n`;
 }
@@ -61,12 +68,16 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
     const token = renderTokenFrom(req.headers['proxy-authorization']);
     const stats = req.method === 'GET' ? renderTokenFromPath(url) : undefined;
     if (stats !== undefined) {
-      const body = JSON.stringify(ctx.tallies.take(stats));
-      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
-      ctx.recorder.record('http', token !== undefined, { decision: 'other', status: 200, note: 'tally' }, startedAt);
+      // The render's requests still being judged are waited for: the tally answered is complete.
+      void ctx.tallies.settled(stats, TALLY_SETTLE_MS).then(() => {
+        const body = JSON.stringify(ctx.tallies.take(stats));
+        res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body) });
+        res.end(body);
+        ctx.recorder.record('http', token !== undefined, { decision: 'other', status: 200, note: 'tally' }, startedAt);
+      });
       return;
     }
+    const judging = ctx.tallies.judge(token);
     void (async () => {
       const parsed = parseRequestTarget(req.method ?? 'GET', url);
       // Absolute-form https would ask the guard to speak TLS for the client; browsers use
@@ -78,6 +89,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
       let outcome: Outcome;
       if (!judged.ok) {
         outcome = refuse(token, judged.reason, { method: req.method ?? 'GET', target: url });
+        judging();
         const body = refusalBody(judged.reason);
         res.writeHead(403, {
           [GUARD_REASON_HEADER]: judged.reason,
@@ -87,21 +99,24 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
         });
         res.end(body);
       } else {
+        judging();
         outcome = await forward(req, res, judged.target, judged.addresses[0]!, ctx.agent, ctx.settings);
       }
       ctx.recorder.record('http', token !== undefined, outcome, startedAt);
-    })().catch(() => res.destroy());
+    })().catch(() => res.destroy()).finally(judging);
   });
 
   const tunnel = (kind: RequestKind, req: http.IncomingMessage, client: Duplex, head: Buffer): void => {
     const startedAt = performance.now();
     const token = renderTokenFrom(req.headers['proxy-authorization']);
+    const judging = ctx.tallies.judge(token);
     void (async () => {
       const parsed = parseRequestTarget(req.method ?? 'GET', req.url ?? '');
       const judged =
         kind === 'upgrade' && !isRefused(parsed) && parsed.scheme !== 'http'
           ? { ok: false as const, reason: 'bad_scheme' as const }
           : await ctx.judge.judge(parsed);
+      judging(); // a refusal below is recorded in this same turn, before any waiting read goes on
       let outcome: Outcome;
       if (!judged.ok) {
         outcome = refuse(token, judged.reason, { method: req.method ?? 'GET', target: req.url ?? '' });
@@ -129,7 +144,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
         }
       }
       ctx.recorder.record(kind, token !== undefined, outcome, startedAt);
-    })().catch(() => client.destroy());
+    })().catch(() => client.destroy()).finally(judging);
   };
 
   server.on('connect', (req: http.IncomingMessage, client: Duplex, head: Buffer) => tunnel('connect', req, client, head));
@@ -148,6 +163,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
     const raw = failingRequest(err.rawPacket, err.bytesParsed);
     const line = requestLineOf(raw);
     const token = renderTokenFrom(rawHeader(raw, 'proxy-authorization'));
+    const judging = ctx.tallies.judge(token);
     // Node refused the request (a `data:` or `javascript:` target, a target with no host,
     // spaces, odd bytes): it cannot be carried, but it still gets the guard's answer (docs/architecture.md
     // §7 rule 6). The same rules judge what can be read of its target, so the reason is the
@@ -156,6 +172,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
       const judged = line === undefined ? undefined : await ctx.judge.judge(parseRequestTarget(line.method, line.target));
       const reason: RejectReason = judged === undefined || judged.ok ? 'bad_host' : judged.reason;
       const outcome = refuse(token, reason, line);
+      judging();
       // A pipelined request whose predecessor is still being answered: our answer waits for
       // that one to finish rather than splice into it.
       const answer = (): void => answerRaw(socket, 403, refusalBody(reason).trimEnd(), { [GUARD_REASON_HEADER]: reason });
@@ -163,7 +180,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
       if (current === undefined) answer();
       else current.once('finish', answer).once('close', () => socket.destroy());
       ctx.recorder.record('malformed', token !== undefined, outcome, startedAt);
-    })().catch(() => socket.destroy());
+    })().catch(() => socket.destroy()).finally(judging);
   });
 
   return server;

@@ -4,6 +4,10 @@
  * own token. Only refusals create an entry; an entry not fetched within `ttlMs` of its first
  * refusal is dropped, and at most `maxEntries` are kept (oldest dropped first), so tokens that
  * are never fetched cannot grow memory.
+ *
+ * A render's requests still being judged (a name still resolving) are counted too, so a read of
+ * the tally can wait for their verdicts (settled()): the renderer reads once the render's lane is
+ * cut, and a refusal recorded after the read would be lost to it.
  */
 import type { RejectReason } from '../lib/errors.ts';
 import { REFUSALS_KEPT, type RenderTally } from '../lib/guard-contract.ts';
@@ -18,6 +22,10 @@ interface Entry {
 
 export class RenderTallies {
   private readonly entries = new Map<string, Entry>();
+  /** Requests being judged, by render token; removed at zero. */
+  private readonly judging = new Map<string, number>();
+  /** Who waits for a render's judgements to be done, by token. */
+  private readonly waiting = new Map<string, Array<() => void>>();
   private unnamed = 0;
   private readonly ttlMs: number;
   private readonly maxEntries: number;
@@ -65,6 +73,40 @@ export class RenderTallies {
     if (entry === undefined) return { blocked: 0, firstReason: null, refused: [] };
     const refused = [...entry.refused].map(([request, reason]) => ({ request, reason }));
     return { blocked: entry.blocked, firstReason: entry.firstReason, refused };
+  }
+
+  /**
+   * Marks one request of the render `token` names as being judged; the function returned marks
+   * its verdict recorded (call it once, after refuse() when refused). Nothing for no token.
+   */
+  judge(token: string | undefined): () => void {
+    if (token === undefined) return () => {};
+    this.judging.set(token, (this.judging.get(token) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const left = (this.judging.get(token) ?? 1) - 1;
+      if (left > 0) return void this.judging.set(token, left);
+      this.judging.delete(token);
+      const waiters = this.waiting.get(token) ?? [];
+      this.waiting.delete(token);
+      for (const w of waiters) w();
+    };
+  }
+
+  /** Resolves once no request of the render `token` names is being judged, or after `maxWaitMs`. */
+  settled(token: string, maxWaitMs: number): Promise<void> {
+    if (!this.judging.has(token)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, maxWaitMs);
+      const list = this.waiting.get(token) ?? [];
+      list.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.waiting.set(token, list);
+    });
   }
 
   /** Refusals of requests that named no render. */

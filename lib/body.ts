@@ -59,11 +59,11 @@ export function drain(req: IncomingMessage, maxMs?: number): void {
 
 /**
  * Reads the whole body, holding at most `limit` bytes. Resolves `too_large` as soon as the limit
- * is passed (at once when the announced length passes it), `busy` as soon as the budget would be
- * passed (an announced length is taken from the budget before anything is read), `timeout` when
- * the body is not in within its time, `aborted` when the client goes. After anything but `body`
- * the rest of the stream is dropped as it arrives; the caller decides how long to keep the
- * connection for it (drain()).
+ * is passed (at once when the announced length passes it), `busy` as soon as the bytes arrived
+ * would pass the budget (only what arrived is charged: a length announced and never sent holds
+ * nothing), `timeout` when the body is not in within its time, `aborted` when the client goes.
+ * After anything but `body` the rest of the stream is dropped as it arrives; the caller decides
+ * how long to keep the connection for it (drain()).
  */
 export function readBody(req: IncomingMessage, bounds: BodyBounds): Promise<BodyRead> {
   const { limit } = bounds;
@@ -72,12 +72,7 @@ export function readBody(req: IncomingMessage, bounds: BodyBounds): Promise<Body
     drain(req);
     return Promise.resolve({ kind: 'too_large' });
   }
-  const announced = req.headers['content-length'] === undefined ? undefined : Number(req.headers['content-length']);
   let taken = 0;
-  if (announced !== undefined) {
-    if (!budget.take(announced)) return Promise.resolve({ kind: 'busy' });
-    taken = announced;
-  }
   return new Promise((resolve) => {
     let chunks: Buffer[] = [];
     let size = 0;
@@ -98,10 +93,8 @@ export function readBody(req: IncomingMessage, bounds: BodyBounds): Promise<Body
       if (done) return; // refused: dropped, never held
       size += chunk.length;
       if (size > limit) return finish({ kind: 'too_large' });
-      if (size > taken) {
-        if (!budget.take(size - taken)) return finish({ kind: 'busy' });
-        taken = size;
-      }
+      if (!budget.take(chunk.length)) return finish({ kind: 'busy' });
+      taken = size;
       chunks.push(chunk);
     });
     req.once('end', () => finish({ kind: 'body', body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), held: taken }));

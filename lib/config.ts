@@ -18,6 +18,10 @@ export type Isolation = 'netns' | 'pod';
 /** The render budget when `TINTYPE_RENDER_TIMEOUT_MS` is unset (docs/operations.md "Settings"). */
 export const DEFAULT_RENDER_TIMEOUT_MS = 30_000;
 
+/** Renders one renderer runs at once when `TINTYPE_SLOTS` is unset, and the most it may be set to. */
+export const DEFAULT_SLOTS = 2;
+export const MAX_SLOTS = 64;
+
 /** Request bodies the embedded edge holds before their key is checked, when `TINTYPE_EDGE_MAX_BUFFERED_BYTES` is unset (64 MiB). */
 export const DEFAULT_EDGE_MAX_BUFFERED_BYTES = 67_108_864;
 
@@ -215,7 +219,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     chromiumPath: raw(env, 'CHROMIUM_PATH'),
     browserSocket: raw(env, 'TINTYPE_BROWSER_SOCKET'),
     chromiumUid: integer(env, 'TINTYPE_CHROMIUM_UID', DEFAULT_CHROMIUM_UID, 1, 4_294_967_294),
-    slots: integer(env, 'TINTYPE_SLOTS', 2, 1, 64),
+    slots: integer(env, 'TINTYPE_SLOTS', DEFAULT_SLOTS, 1, MAX_SLOTS),
     renderTimeoutMs,
     maxOutputBytes: integer(env, 'TINTYPE_MAX_OUTPUT_BYTES', 26_214_400, 1_024, 1_073_741_824),
     recycleAfterRenders: integer(env, 'TINTYPE_RECYCLE_AFTER_RENDERS', 500, 1, 1_000_000),

@@ -72,7 +72,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
       metrics: registry,
     });
     const own = guard;
-    endpoint = { socketPath: own.socket, takeTally: (token) => own.takeTally(token) };
+    endpoint = { socketPath: own.socket, takeTally: (token) => own.settledTally(token) };
     judge = (url) => judgeUrl(url, own.judge());
   } else {
     endpoint = guardEndpointFromConfig(config);

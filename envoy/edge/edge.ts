@@ -5,7 +5,7 @@
  * lease ▸ the rate-limit position on every answer that has one (spec 2.1). `/openapi.json` is
  * public (spec Part 9). Metrics and probes live on the admin listener, never here.
  * What a stranger can hold is bounded (docs/security.md "The meter's walls"): connections, the time headers and
- * body may take (408 `request_timeout`), and the bytes of bodies not yet authorized (503 `busy`).
+ * body may take (408 `request_timeout`), and the bytes of bodies not yet authorized, in all and per client address (503 `busy`).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -24,7 +24,7 @@ import { announcedTooLarge, drain, readBody } from '../../lib/body.ts';
 import {
   LOCAL_REPLIES, MAX_CONNECTIONS, OPENAPI_PATH, REQUEST_TIMEOUT_MS, REQUEST_HEADERS_TIMEOUT_MS, ROUTED_PREFIX, UPSTREAM_MARGIN_MS,
 } from './contract.ts';
-import { heldBodies } from './held.ts';
+import { heldBodies, perClientShare } from './held.ts';
 import { createUpstream } from './upstream.ts';
 import { ANY_ADDRESS, listen } from '../../lib/listen.ts';
 
@@ -47,6 +47,8 @@ export interface EdgeOptions {
   upstreamMarginMs?: number;
   /** Bytes of bodies held before their key is checked (`TINTYPE_EDGE_MAX_BUFFERED_BYTES`). */
   maxBufferedBytes?: number;
+  /** Of those, bytes one client address may hold (IPv6: one /64); a quarter of them when omitted. */
+  maxBufferedBytesPerClient?: number;
   /** Client connections held at most (`TINTYPE_EDGE_MAX_CONNECTIONS`). */
   maxConnections?: number;
   headersTimeoutMs?: number;
@@ -112,7 +114,8 @@ export function createEdge(options: EdgeOptions): Edge {
   const authz = createAuthzClient(options.policyUrl, options.authzTimeoutMs ?? 2_000);
   const margin = options.upstreamMarginMs ?? UPSTREAM_MARGIN_MS;
   const upstream = createUpstream(options.rendererUrls, (options.renderTimeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS) + margin);
-  const budget = heldBodies(options.maxBufferedBytes ?? DEFAULT_EDGE_MAX_BUFFERED_BYTES);
+  const maxBuffered = options.maxBufferedBytes ?? DEFAULT_EDGE_MAX_BUFFERED_BYTES;
+  const held = heldBodies(maxBuffered, options.maxBufferedBytesPerClient ?? perClientShare(maxBuffered, limit));
   const headersTimeoutMs = options.headersTimeoutMs ?? REQUEST_HEADERS_TIMEOUT_MS;
   const bodyTimeoutMs = options.bodyTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const tracer = trace.getTracer('tintype');
@@ -149,6 +152,7 @@ export function createEdge(options: EdgeOptions): Edge {
     res.once('close', () => {
       if (!res.writableFinished) gone.abort();
     });
+    const budget = held.forClient(req.socket.remoteAddress);
     const read = await readBody(req, { limit, budget, timeoutMs: bodyTimeoutMs });
     switch (read.kind) {
       case 'too_large':
@@ -300,6 +304,6 @@ export function createEdge(options: EdgeOptions): Edge {
     healthy: () => accepting,
     port: () => (server.address() as AddressInfo).port,
     inFlight: () => inFlight,
-    bufferedBytes: () => budget.held(),
+    bufferedBytes: () => held.held(),
   };
 }

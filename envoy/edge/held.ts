@@ -1,29 +1,66 @@
 /**
  * The bytes of request bodies the edge holds before their key is checked (docs/security.md "The meter's walls"):
  * the 413 comes before any key lookup, so until policy has answered, a body is a stranger's
- * memory. One budget for the whole edge; a request that would pass it is 503 `busy` at once.
+ * memory. Bytes are charged as they arrive, never as announced: a `content-length` nobody sends
+ * costs nothing. One budget for the whole edge, and a share of it per client address, so no one
+ * address holds the room a keyed request needs; a chunk that would pass either is 503 `busy` at
+ * once.
  */
+import { isIPv6 } from 'node:net';
+import type { BodyBudget } from '../../lib/body.ts';
 
 export interface HeldBodies {
-  /** Takes `n` bytes of the budget, or answers false and takes nothing. */
-  take(n: number): boolean;
-  /** Gives back bytes taken earlier. */
-  give(n: number): void;
-  /** Bytes held now. */
+  /** The budget one request from `address` reads its body against. */
+  forClient(address: string | undefined): BodyBudget;
+  /** Bytes held now, by everyone. */
   held(): number;
 }
 
-export function heldBodies(maxBytes: number): HeldBodies {
+/**
+ * The holder an address is counted as: an IPv4 address alone, an IPv6 address by its /64 (one
+ * client is usually given a whole /64, so it would otherwise have room for every address in it).
+ */
+export function clientOf(address: string | undefined): string {
+  if (address === undefined) return '';
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!isIPv6(address)) return address;
+  const [head = '', tail = ''] = address.split('::', 2);
+  const front = head === '' ? [] : head.split(':');
+  const back = tail === '' ? [] : tail.split(':');
+  const groups = address.includes('::') ? [...front, ...Array(8 - front.length - back.length).fill('0'), ...back] : front;
+  return groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':') + '::/64';
+}
+
+/** `maxBytes` in all, at most `perClientBytes` of it from one address (clientOf). */
+export function heldBodies(maxBytes: number, perClientBytes: number): HeldBodies {
   let held = 0;
+  const byClient = new Map<string, number>();
   return {
-    take(n) {
-      if (held + n > maxBytes) return false;
-      held += n;
-      return true;
-    },
-    give(n) {
-      held -= n;
+    forClient(address) {
+      const client = clientOf(address);
+      return {
+        take(n) {
+          const mine = byClient.get(client) ?? 0;
+          if (held + n > maxBytes || mine + n > perClientBytes) return false;
+          held += n;
+          byClient.set(client, mine + n);
+          return true;
+        },
+        give(n) {
+          if (n === 0) return;
+          held -= n;
+          const left = (byClient.get(client) ?? 0) - n;
+          if (left > 0) byClient.set(client, left);
+          else byClient.delete(client);
+        },
+      };
     },
     held: () => held,
   };
+}
+
+/** One address's share of the edge's budget, when not set: a quarter of it, and at least one whole body. */
+export function perClientShare(maxBytes: number, maxBodyBytes: number): number {
+  return Math.max(maxBodyBytes, Math.floor(maxBytes / 4));
 }

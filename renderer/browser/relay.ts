@@ -34,6 +34,47 @@ const HOP_REQUEST = new Set([...CONNECTION_HEADERS, ...PROXY_AUTH_HEADERS]);
 /** Response headers the relay's own server manages for the browser's connection. */
 const HOP_RESPONSE = CONNECTION_HEADERS;
 
+/** How long the relay keeps trying a guard whose queue of connections waiting to be accepted is full. */
+const GUARD_QUEUE_FULL_RETRY_MS = 5_000;
+
+/**
+ * Connects to the guard, trying again while its listen queue is full. A unix socket answers a
+ * full queue with EAGAIN at once (TCP's SYN would wait and be sent again by the kernel); a
+ * request given up there never reaches the guard, so it is never judged nor counted: a page's
+ * refused request would be missing from `x-render-blocked`, and a refused document would look
+ * like a target that failed, 502 instead of 422 (docs/architecture.md §2 "guard"). Gives up when
+ * `wanted()` says the lane was cut or renamed, on any other error, or past the bound.
+ */
+export function connectGuard(dial: Dial, wanted: () => boolean, track: (s: net.Socket) => net.Socket): Promise<net.Socket> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    let pause = 5;
+    const attempt = (): void => {
+      if (!wanted()) return reject(new Error('the lane was cut'));
+      const socket = track(dial());
+      let decided = false;
+      const failed = (err: NodeJS.ErrnoException): void => {
+        decided = true;
+        socket.destroy();
+        if (err.code !== 'EAGAIN' || performance.now() - started > GUARD_QUEUE_FULL_RETRY_MS) return reject(err);
+        setTimeout(attempt, pause);
+        pause = Math.min(pause * 2, 100);
+      };
+      socket.once('error', failed);
+      socket.once('connect', () => {
+        decided = true;
+        socket.off('error', failed);
+        resolve(closeOnError(socket));
+      });
+      // Destroyed by a cut before it connected or failed: given up.
+      socket.once('close', () => {
+        if (!decided) reject(new Error('closed before it connected'));
+      });
+    };
+    attempt();
+  });
+}
+
 function refuse(res: http.ServerResponse): void {
   res.writeHead(403, { 'content-length': '0', connection: 'close' });
   res.end();
@@ -63,6 +104,12 @@ export function createRefusingProxy(): http.Server {
 /** A lane relay forwarding to the guard reached by `dial`. */
 export function createLaneRelay(dial: Dial): LaneRelay {
   let authorization: string | undefined;
+  /** Moves at every setAuthorization: a dial begun under an earlier name is given up. */
+  let naming = 0;
+  const current = (): (() => boolean) => {
+    const at = naming;
+    return () => at === naming;
+  };
   const open = new Set<net.Socket>();
   const track = (socket: net.Socket): net.Socket => {
     open.add(socket);
@@ -87,33 +134,31 @@ export function createLaneRelay(dial: Dial): LaneRelay {
     }
     headers['Proxy-Authorization'] = auth;
     headers['Connection'] = 'close';
-    const upstream = http.request({
-      createConnection: () => track(closeOnError(dial())),
-      method: req.method,
-      path: req.url,
-      headers,
-      setHost: false,
-    });
-    upstream.on('response', (answer) => {
-      const out: string[] = [];
-      const rawOut = answer.rawHeaders;
-      for (let i = 0; i + 1 < rawOut.length; i += 2) {
-        if (!HOP_RESPONSE.has(rawOut[i]!.toLowerCase())) out.push(rawOut[i]!, rawOut[i + 1]!);
-      }
-      res.writeHead(answer.statusCode ?? 502, out);
-      answer.pipe(res);
-      answer.on('error', () => res.destroy());
-    });
-    res.on('error', () => upstream.destroy());
-    upstream.on('error', () => {
+    const badGateway = (): void => {
       if (!res.headersSent) {
         res.writeHead(502, { 'content-length': '0', connection: 'close' });
         res.end();
       } else {
         res.destroy();
       }
-    });
-    req.pipe(upstream);
+    };
+    connectGuard(dial, current(), track).then((socket) => {
+      if (res.destroyed) return void socket.destroy();
+      const upstream = http.request({ createConnection: () => socket, method: req.method, path: req.url, headers, setHost: false });
+      upstream.on('response', (answer) => {
+        const out: string[] = [];
+        const rawOut = answer.rawHeaders;
+        for (let i = 0; i + 1 < rawOut.length; i += 2) {
+          if (!HOP_RESPONSE.has(rawOut[i]!.toLowerCase())) out.push(rawOut[i]!, rawOut[i + 1]!);
+        }
+        res.writeHead(answer.statusCode ?? 502, out);
+        answer.pipe(res);
+        answer.on('error', () => res.destroy());
+      });
+      res.on('error', () => upstream.destroy());
+      upstream.on('error', badGateway);
+      req.pipe(upstream);
+    }, badGateway);
   });
 
   server.on('connection', (socket: net.Socket) => {
@@ -127,21 +172,28 @@ export function createLaneRelay(dial: Dial): LaneRelay {
       client.end(REFUSAL);
       return;
     }
-    const upstream = track(closeOnError(dial()));
-    const fail = (): void => {
-      if (client.writable && upstream.bytesRead === 0) client.end(BAD_GATEWAY);
+    // Nothing is read from the browser until the guard is reached; the pipe below resumes it.
+    client.pause();
+    connectGuard(dial, current(), track).then((upstream) => {
+      if (client.destroyed) return void upstream.destroy();
+      const fail = (): void => {
+        if (client.writable && upstream.bytesRead === 0) client.end(BAD_GATEWAY);
+        else client.destroy();
+        upstream.destroy();
+      };
+      upstream.on('error', fail);
+      client.on('error', () => upstream.destroy());
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+      upstream.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: ${auth}\r\n\r\n`);
+      if (head.length > 0) upstream.write(head);
+      // The guard's answer (200 or a 403 with its reason) reaches the browser unchanged.
+      upstream.pipe(client);
+      client.pipe(upstream);
+    }, () => {
+      if (client.writable) client.end(BAD_GATEWAY);
       else client.destroy();
-      upstream.destroy();
-    };
-    upstream.on('error', fail);
-    client.on('error', () => upstream.destroy());
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-    upstream.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: ${auth}\r\n\r\n`);
-    if (head.length > 0) upstream.write(head);
-    // The guard's answer (200 or a 403 with its reason) reaches the browser unchanged.
-    upstream.pipe(client);
-    client.pipe(upstream);
+    });
   });
 
   // Chromium tunnels WebSockets with CONNECT; a plain upgrade through the proxy is refused.
@@ -151,6 +203,7 @@ export function createLaneRelay(dial: Dial): LaneRelay {
     server,
     setAuthorization(value) {
       authorization = value;
+      naming += 1;
       for (const socket of open) socket.destroy();
       open.clear();
     },

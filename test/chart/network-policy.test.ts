@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { NAMESPACE, ofKind, render, RELEASE, type K8sObject } from '../helm.ts';
-import { allowed, type Endpoint } from './network-policy-eval.ts';
+import { allowed, inCidr, type Endpoint } from './network-policy-eval.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 const ns = (name: string) => ({ 'kubernetes.io/metadata.name': name });
@@ -183,4 +183,44 @@ t.test('the default values give the same walls (no controller: nobody else reach
   t.notOk(allowed(defaults, HERE, renderer, internet, 443));
   t.ok(allowed(defaults, HERE, guard, internet, 443));
   for (const ip of PRIVATE) t.notOk(allowed(defaults, HERE, guard, addr(ip), 443), ip);
+});
+
+t.test("guard.selfAddresses: the guard refuses the cluster's ranges and its egress leaves them out, IPv4 and IPv6", async (t) => {
+  // A dual-stack cluster whose Service range and pod range are global addresses.
+  const self = ['34.118.224.0/20', '2600:1900:4000::/44'];
+  const objects = await render('default-values.yaml', ['--set', `guard.selfAddresses={${self.join(',')}}`]);
+  const withSelf = ofKind(objects, 'NetworkPolicy');
+  const from = (to: Endpoint, port = 443) => allowed(withSelf, HERE, guard, to, port);
+  t.notOk(from(addr('34.118.224.10')), 'a Service address in the IPv4 range');
+  t.notOk(from(addr('34.118.239.255'), 80), 'the last address of it');
+  t.notOk(from(addr('2600:1900:4000::5')), 'a pod address in the IPv6 range');
+  t.notOk(from(addr('2600:1900:400f:ffff::1')), 'the last /64 of it');
+  t.ok(from(internet), 'the IPv4 internet still');
+  t.ok(from(internet6), 'the IPv6 internet still');
+  t.ok(from(addr('2600:1900:4010::1')), 'the address right past the range');
+  for (const ip of PRIVATE) t.notOk(from(addr(ip)), `${ip} still never`);
+
+  const deployment: any = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === `${RELEASE}-guard`);
+  const env = deployment.spec.template.spec.containers[0].env as { name: string; value: string }[];
+  t.equal(env.find((e) => e.name === 'GUARD_SELF_ADDRESSES')?.value, self.join(','), 'the guard refuses them too (denied_host)');
+  const unset: any = ofKind(await render('default-values.yaml'), 'Deployment').find((o: any) => o.metadata.name === `${RELEASE}-guard`);
+  t.notOk(unset.spec.template.spec.containers[0].env.some((e: any) => e.name === 'GUARD_SELF_ADDRESSES'), 'unset: not set');
+});
+
+t.test('the guard reaches IPv6 global unicast (2000::/3) only, and every except lies inside its cidr', async (t) => {
+  for (const ip of ['4000::1', '100::1', '::2', '1000::1', 'e000::1']) t.notOk(may(guard, addr(ip), 443), `${ip} is not global unicast`);
+  t.ok(may(guard, addr('2a00:1450:4001::1'), 443), 'a global unicast address is');
+  // Kubernetes refuses an ipBlock whose except entry is not a strict subset of its cidr.
+  for (const p of policies as any[]) {
+    for (const rule of [...(p.spec.egress ?? []), ...(p.spec.ingress ?? [])]) {
+      for (const peer of [...(rule.to ?? []), ...(rule.from ?? [])]) {
+        const block = peer.ipBlock;
+        if (block === undefined) continue;
+        const bits = Number(block.cidr.split('/')[1]);
+        for (const e of block.except ?? []) {
+          t.ok(inCidr(e.split('/')[0], block.cidr) && Number(e.split('/')[1]) > bits, `${p.metadata.name}: ${e} inside ${block.cidr}`);
+        }
+      }
+    }
+  }
 });

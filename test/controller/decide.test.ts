@@ -24,6 +24,12 @@ const pod = (name: string, busy: number, busyMean: number): PodReading =>
 
 const S = 1000;
 
+/** The readings with the slots their specs configure. */
+const configured = (slots: number, readings: PodReading[]): PodReading[] => readings.map((r) => ({ ...r, configuredSlots: slots }));
+/** A verified pod reporting what it likes. */
+const liar = (report: Partial<RendererStateReport>): PodReading =>
+  ({ name: 'liar', state: { slots: 2, busy: 0, busyMean: 0, guard: 'verified', draining: false, ...report } });
+
 interface Row {
   name: string;
   spec?: Partial<PoolSpec>;
@@ -90,6 +96,23 @@ const rows: Row[] = [
     readings: [...pods(1, 2), { name: 'd', state: { slots: 2, busy: 2, busyMean: 2, guard: 'verified', draining: true } }], desired: 2, reason: 'steady',
   },
   { name: 'an unreadable pod offers no slots', current: 2, readings: [...pods(1, 2), { name: 'x', state: undefined }], desired: 2, reason: 'steady' },
+  // A pod's report of its own size is checked against its spec: one pod cannot move the pool.
+  {
+    name: 'one pod claiming 10000 slots all busy beside two half-busy pods: 2 stays 2', current: 2,
+    readings: configured(2, [...pods(2, 2), liar({ slots: 10_000, busy: 10_000, busyMean: 10_000 })]), history: [], desired: 2, reason: 'steady',
+  },
+  {
+    name: 'one pod claiming 10000 slots none busy beside nine saturated pods: 10 stays 10', current: 10,
+    readings: configured(2, [...pods(9, 18), liar({ slots: 10_000 })]), history: [], desired: 10, reason: 'steady',
+  },
+  {
+    name: 'a pod claiming fewer slots than configured is left out too', current: 2,
+    readings: configured(4, [...pods(2, 4, { slots: 4 }), liar({ slots: 1, busy: 1, busyMean: 1 })]), history: [], desired: 2, reason: 'steady',
+  },
+  {
+    name: 'every pod disagreeing: nothing to read, hold', current: 3,
+    readings: configured(8, pods(3, 6)), desired: 3, reason: 'no_reading',
+  },
   // Nothing to read: hold.
   { name: 'zero ready pods: hold the count', current: 3, readings: [], desired: 3, reason: 'no_reading' },
   { name: 'only unverified pods: hold the count', current: 2, readings: pods(2, 0, { guard: 'unverified' }), desired: 2, reason: 'no_reading' },
@@ -166,5 +189,15 @@ t.test('the tally reports usable slots, busy slots now and on average, and unver
     spec: spec(), current: 3, now: NOW, history: [],
     readings: [pod('p0', 2, 0.5), pod('p1', 1, 1.25), { name: 'u', state: { slots: 2, busy: 1, busyMean: 1, guard: 'lost', draining: false } }],
   });
-  t.same(d.tally, { usablePods: 2, slots: 4, busySlots: 3, busyMean: 1.75, unverifiedPods: 1, drainingPods: 0, unreadablePods: 0 });
+  t.same(d.tally, { usablePods: 2, slots: 4, busySlots: 3, busyMean: 1.75, unverifiedPods: 1, disagreeing: [], drainingPods: 0, unreadablePods: 0 });
+});
+
+t.test('a pod reporting other slots than configured is named in the tally and offers nothing', async (t) => {
+  const d = decide({
+    spec: spec(), current: 2, now: NOW, history: [],
+    readings: configured(2, [...pods(2, 2), liar({ slots: 3, busy: 3, busyMean: 3 })]),
+  });
+  t.same(d.tally.disagreeing, ['liar']);
+  t.equal(d.tally.usablePods, 2);
+  t.equal(d.tally.slots, 4);
 });

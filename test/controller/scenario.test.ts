@@ -8,7 +8,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { createController, createKubeApi, httpStateReader, loadKubeConfig } from '../../controller/index.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
@@ -26,7 +26,8 @@ async function until(what: string, cond: () => boolean): Promise<void> {
   throw new Error(`timed out waiting for ${what}`);
 }
 
-t.test('scripted scenario', async (t) => {
+/** The fake API server, a kubeconfig for it, a pool over a Deployment of `replicas`, and a controller on a fake clock. */
+async function rig(t: Test, replicas: number) {
   const server = await startFakeApiServer();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-controller-'));
   const kubeconfig = path.join(dir, 'kubeconfig');
@@ -43,10 +44,6 @@ t.test('scripted scenario', async (t) => {
     await server.close();
     await rm(dir, { recursive: true, force: true });
   });
-  /** A pod's load: `busy` slots now, `busyMean` on average over the last seconds (a steady load by default). */
-  const load = (p: FakeRenderer, busy: number, busyMean = busy): void => {
-    p.state = { ...p.state, busy, busyMean };
-  };
   const addPod = async (ready = true): Promise<FakeRenderer> => {
     const p = await startFakeRenderer(`renderer-${pods.length}`, `127.0.0.${11 + pods.length}`);
     pods.push(p);
@@ -56,33 +53,45 @@ t.test('scripted scenario', async (t) => {
 
   server.apply('deployments', NS, {
     metadata: { name: 'renderer' },
-    spec: { replicas: 1, selector: { matchLabels: POD_LABELS }, template: { metadata: { labels: POD_LABELS } } },
-    status: { replicas: 1 },
+    spec: { replicas, selector: { matchLabels: POD_LABELS }, template: { metadata: { labels: POD_LABELS } } },
+    status: { replicas },
   });
   server.apply('renderpools', NS, { metadata: { name: 'pool' }, spec: { deploymentName: 'renderer' } });
   // A pod of another app in the namespace is not the pool's.
   server.apply('pods', NS, { ...other.pod(), metadata: { name: 'other', labels: { app: 'other' } } });
-  const p0 = await addPod();
 
-  let clock = Date.parse('2026-11-26T10:00:00Z');
+  const clock = { now: Date.parse('2026-11-26T10:00:00Z') };
   const logs: string[] = [];
   const api = createKubeApi(loadKubeConfig({ kubeconfig, inCluster: false }));
   const controller = createController({
     api, namespace: NS, leaseNamespace: api.contextNamespace()!, identity: 'controller-a', pollMs: 5_000,
     readState: httpStateReader(2_000), logger: createLogger('controller-test', { level: 'debug', sink: (l) => logs.push(l) }),
-    registry: new Registry(), now: () => clock, timers: false, backoff: { initialMs: 10, maxMs: 50 },
+    registry: new Registry(), now: () => clock.now, timers: false, backoff: { initialMs: 10, maxMs: 50 },
   });
+  const status = (): any => server.get('renderpools', NS, 'pool').status;
+  return {
+    server, controller, pods, addPod, clock, logs, status,
+    replicas: (): number => server.get('deployments', NS, 'renderer').spec.replicas,
+    condition: (type: string): any => status()?.conditions?.find((c: any) => c.type === type),
+    events: (): any[] => server.list('events', NS),
+    step: async (seconds: number): Promise<void> => {
+      clock.now += seconds * 1000;
+      await controller.leader.tick();
+      await controller.reconcile();
+    },
+  };
+}
+
+/** A pod's load: `busy` slots now, `busyMean` on average over the last seconds (a steady load by default). */
+const load = (p: FakeRenderer, busy: number, busyMean = busy): void => {
+  p.state = { ...p.state, busy, busyMean };
+};
+
+t.test('scripted scenario', async (t) => {
+  const { server, controller, pods, addPod, clock, logs, replicas, status, condition, events, step } = await rig(t, 1);
+  const p0 = await addPod();
   await controller.start();
   await until('the first lists', () => controller.synced());
-  const replicas = (): number => server.get('deployments', NS, 'renderer').spec.replicas;
-  const status = (): any => server.get('renderpools', NS, 'pool').status;
-  const condition = (type: string): any => status()?.conditions?.find((c: any) => c.type === type);
-  const events = (): any[] => server.list('events', NS);
-  const step = async (seconds: number): Promise<void> => {
-    clock += seconds * 1000;
-    await controller.leader.tick();
-    await controller.reconcile();
-  };
   const writes = (): number => server.requests.filter((r) => r.method !== 'GET').length;
 
   await t.test('the pool has its CRD defaults, and the leader its Lease in MicroTime', async (t) => {
@@ -206,7 +215,7 @@ t.test('scripted scenario', async (t) => {
     for (const p of pods) load(p, 2);
     // Renewals fail; 10 s (the renew deadline) after the last good one, nothing is written.
     await controller.leader.tick();
-    clock += 10_000;
+    clock.now += 10_000;
     await controller.leader.tick();
     t.notOk(controller.leader.isLeader(), 'no longer leader at the renew deadline');
     const before = writes();
@@ -237,5 +246,47 @@ t.test('scripted scenario', async (t) => {
     t.equal(lease.spec.holderIdentity, undefined);
     t.equal(lease.spec.leaseDurationSeconds, 1);
     await until('the watches closed', () => server.openWatches() === 0);
+  });
+});
+
+t.test('one pod lying about its slots moves nothing: it is left out, shown by an Event and a condition', async (t) => {
+  await t.test('huge slots, all busy, beside two idle pods: 2 stays 2', async (t) => {
+    const { controller, addPod, replicas, condition, events, step } = await rig(t, 2);
+    const honest = [await addPod(), await addPod()];
+    const liar = await addPod();
+    for (const p of honest) load(p, 1);
+    liar.state = { ...liar.state, slots: 10_000, busy: 10_000, busyMean: 10_000 };
+    await controller.start();
+    await until('the first lists', () => controller.synced() && controller.cache('pods').size === 4);
+    for (let i = 0; i < 4; i++) await step(5);
+    t.equal(replicas(), 2, 'where the honest pods put it (2 busy of 4)');
+    t.equal(condition('SlotsAgree').status, 'False');
+    t.equal(condition('SlotsAgree').reason, 'SlotsDisagree');
+    t.match(condition('SlotsAgree').message, /renderer-2/);
+    const warnings = events().filter((e) => e.reason === 'SlotsDisagree');
+    t.equal(warnings.length, 1, 'one Warning while it keeps lying, not one per poll');
+    t.match(warnings[0], { type: 'Warning', note: /renderer-2 reports 10000 slots but its spec configures 2/, regarding: { kind: 'RenderPool', name: 'pool' } });
+    t.equal(events().filter((e) => e.reason === 'ScaledUp').length, 0);
+
+    liar.state = { ...liar.state, slots: 2, busy: 0, busyMean: 0 };
+    await step(5);
+    t.equal(condition('SlotsAgree').status, 'True', 'the condition clears once it reports its configured slots');
+    await controller.stop('SIGTERM');
+  });
+
+  await t.test('huge slots, none busy, beside saturated pods: 10 stays 10', async (t) => {
+    const { controller, addPod, replicas, condition, step } = await rig(t, 10);
+    const honest: FakeRenderer[] = [];
+    for (let i = 0; i < 9; i++) honest.push(await addPod());
+    const liar = await addPod();
+    for (const p of honest) load(p, 2);
+    liar.state = { ...liar.state, slots: 10_000, busy: 0, busyMean: 0 };
+    await controller.start();
+    await until('the first lists', () => controller.synced() && controller.cache('pods').size === 11);
+    // Past the down window: the lie would have been acted on by now.
+    for (let i = 0; i < 4; i++) await step(120);
+    t.equal(replicas(), 10, 'where the honest pods put it (every slot busy)');
+    t.equal(condition('SlotsAgree').reason, 'SlotsDisagree');
+    await controller.stop('SIGTERM');
   });
 });

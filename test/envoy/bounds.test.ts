@@ -1,7 +1,7 @@
 /**
  * What a stranger can hold at the embedded edge before any key is checked (docs/security.md "The meter's walls"):
- * the bytes of unauthorized bodies (`TINTYPE_EDGE_MAX_BUFFERED_BYTES`, past it 503 `busy` at
- * once), the time headers and body may take (408 `request_timeout`, then the connection goes),
+ * the bytes of unauthorized bodies that arrived (`TINTYPE_EDGE_MAX_BUFFERED_BYTES`, and a share
+ * of it per client address; past either 503 `busy` at once), the time headers and body may take (408 `request_timeout`, then the connection goes),
  * and the number of connections (`TINTYPE_EDGE_MAX_CONNECTIONS`). Against stand-ins for policy
  * and the renderer on real sockets.
  */
@@ -16,7 +16,7 @@ const MiB = 1024 * 1024;
 
 async function rig(
   t: { teardown(fn: () => unknown): void },
-  o: { maxBufferedBytes?: number; maxConnections?: number; headersTimeoutMs?: number; bodyTimeoutMs?: number } = {},
+  o: { maxBufferedBytes?: number; maxBufferedBytesPerClient?: number; maxConnections?: number; headersTimeoutMs?: number; bodyTimeoutMs?: number } = {},
 ): Promise<{ edge: Edge; port: number; policySeen: () => number }> {
   const policy = await policyStub();
   const renderer = await rendererStub();
@@ -42,9 +42,10 @@ interface Raw {
   answered: Promise<string>;
 }
 
-function connect(port: number): Promise<Raw> {
+/** A connection to the edge, from `from` (any 127.0.0.0/8 address is this machine's). */
+function connect(port: number, from = '127.0.0.1'): Promise<Raw> {
   return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress: from });
     let received = '';
     let answer!: (s: string) => void;
     const answered = new Promise<string>((r) => (answer = r));
@@ -85,7 +86,7 @@ const head = (port: number, length: number): string =>
 const statusOf = (text: string): number => Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
 const jsonOf = (text: string): unknown => JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4));
 
-t.test('40 clients each holding 4,190,000 of 4,194,304 bytes: never more than the bound, 503 busy at once past it, all closed by the body timeout', async (t) => {
+t.test('40 clients, each from its own address, sending 4,190,000 of 4,194,304 bytes: never more than the bound, 503 busy at once past it, all closed by the body timeout', async (t) => {
   const bound = 64 * MiB;
   // Long enough that every client has written its body before the first one times out, on a busy machine too.
   const r = await rig(t, { maxBufferedBytes: bound, bodyTimeoutMs: 20_000 });
@@ -98,7 +99,7 @@ t.test('40 clients each holding 4,190,000 of 4,194,304 bytes: never more than th
   }, 5);
   t.teardown(() => clearInterval(watch));
 
-  const clients = await Promise.all(Array.from({ length: 40 }, () => connect(r.port)));
+  const clients = await Promise.all(Array.from({ length: 40 }, (_, i) => connect(r.port, `127.0.0.${i + 2}`)));
   // The order answers arrive in: a refusal "at once" comes before any body could time out.
   const arrivals: number[] = [];
   clients.forEach((c) => void c.answered.then((text) => arrivals.push(statusOf(text))));
@@ -106,32 +107,83 @@ t.test('40 clients each holding 4,190,000 of 4,194,304 bytes: never more than th
     c.socket.write(head(r.port, MAX_BODY_BYTES));
     await Promise.race([writeBody(c.socket, 4_190_000), c.answered]);
   }));
-  const held = Math.floor(bound / MAX_BODY_BYTES);
   const texts = await Promise.all(clients.map((c) => c.closed));
   clearInterval(watch);
 
+  // Bytes are charged as they arrive, so which bodies are still whole when the budget is spent
+  // depends on how the writes interleave: at most as many as fit, and every other one refused.
   const busy = texts.filter((s) => statusOf(s) === 503);
   const timedOut = texts.filter((s) => statusOf(s) === 408);
-  t.equal(busy.length, 40 - held, `${40 - held} refused with 503 busy`);
+  t.equal(busy.length + timedOut.length, 40, 'every client answered 503 busy or 408');
+  t.ok(busy.length >= 40 - Math.floor(bound / 4_190_000), `${busy.length} refused with 503 busy`);
   for (const s of busy) {
     t.match(s, /\r\nretry-after: 1\r\n/i);
     t.same(jsonOf(s), { error: 'busy' });
   }
-  t.same(arrivals.slice(0, 40 - held), Array(40 - held).fill(503), 'every refusal came before the first body timed out');
-  t.equal(timedOut.length, held, `the ${held} held bodies timed out, 408`);
+  t.same(arrivals.slice(0, busy.length), Array(busy.length).fill(503), 'every refusal came before the first body timed out');
   for (const s of timedOut) t.same(jsonOf(s), { error: 'request_timeout' });
-  t.equal(highest, held * MAX_BODY_BYTES, `never more than the bound held (${highest} bytes at most)`);
+  t.ok(highest <= bound, `never more than the bound held (${highest} bytes at most)`);
   t.ok(highestRss - rssBefore < bound + 64 * MiB, `resident memory rose by ${Math.round((highestRss - rssBefore) / MiB)} MiB at most`);
   t.equal(r.edge.bufferedBytes(), 0, 'nothing held once they are gone');
   t.equal(r.policySeen(), 0, 'no key was ever looked up');
 });
 
-t.test('a chunked body that would pass the budget is 503 busy as soon as it would', async (t) => {
-  const r = await rig(t, { maxBufferedBytes: 4 * MiB + 10, bodyTimeoutMs: 5_000 });
-  const first = await connect(r.port);
+t.test('16 connections announcing 4 MiB bodies they never send: a keyed 40-byte render is answered, not 503 busy', async (t) => {
+  // The default budget is 64 MiB, exactly 16 announced bodies: charged on announcement, they spent it all.
+  const r = await rig(t, { bodyTimeoutMs: 20_000 });
+  const strangers = await Promise.all(Array.from({ length: 16 }, () => connect(r.port)));
+  for (const s of strangers) {
+    s.socket.write(`POST /v1/screenshot HTTP/1.1\r\nhost: 127.0.0.1:${r.port}\r\ncontent-type: application/json\r\ncontent-length: ${MAX_BODY_BYTES}\r\n\r\n`);
+  }
+  // Every stranger's headers are in before the keyed request's (one edge, one event loop: the
+  // keyed request is read after the 16 once the edge has seen them all).
+  while (r.edge.inFlight() < 16) await new Promise((res) => setTimeout(res, 10));
+  t.equal(r.edge.bufferedBytes(), 0, 'an announced length that never arrives holds nothing');
+  const keyed = await connect(r.port);
+  const body = JSON.stringify({ url: 'https://example.com/abcdefghij' });
+  t.equal(body.length, 40);
+  keyed.socket.write(`POST /v1/screenshot HTTP/1.1\r\nhost: 127.0.0.1:${r.port}\r\nauthorization: Bearer sk_good_0123456789\r\n` +
+    `content-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+  const text = await keyed.closed;
+  t.equal(statusOf(text), 200, 'the keyed render was forwarded and answered');
+  t.equal(r.policySeen(), 1, 'only the keyed request was looked up');
+  for (const s of strangers) s.socket.destroy();
+});
+
+t.test('one address holds at most its share: another address still has room, and the share comes back', async (t) => {
+  const r = await rig(t, { maxBufferedBytes: 16 * MiB, maxBufferedBytesPerClient: 4 * MiB + 10, bodyTimeoutMs: 20_000 });
+  const first = await connect(r.port, '127.0.0.2');
   first.socket.write(head(r.port, MAX_BODY_BYTES));
-  await writeBody(first.socket, 1_000);
-  const second = await connect(r.port);
+  await writeBody(first.socket, MAX_BODY_BYTES - 1);
+  while (r.edge.bufferedBytes() < MAX_BODY_BYTES - 1) await new Promise((res) => setTimeout(res, 10));
+  const second = await connect(r.port, '127.0.0.2');
+  second.socket.write(head(r.port, 20));
+  second.socket.write('x'.repeat(20));
+  const refused = await second.answered;
+  t.equal(statusOf(refused), 503, 'the same address past its share: 503 busy');
+  t.same(jsonOf(refused), { error: 'busy' });
+
+  const other = await connect(r.port, '127.0.0.3');
+  other.socket.write(head(r.port, 20).replace('content-type', 'connection: close\r\ncontent-type'));
+  other.socket.write('y'.repeat(20));
+  t.equal(statusOf(await other.closed), 200, 'another address is answered');
+
+  first.socket.destroy();
+  second.socket.destroy();
+  while (r.edge.bufferedBytes() > 0) await new Promise((res) => setTimeout(res, 10));
+  const again = await connect(r.port, '127.0.0.2');
+  again.socket.write(head(r.port, 20).replace('content-type', 'connection: close\r\ncontent-type'));
+  again.socket.write('z'.repeat(20));
+  t.equal(statusOf(await again.closed), 200, 'the share came back when its bodies went');
+});
+
+t.test('a chunked body that would pass the budget is 503 busy as soon as it would', async (t) => {
+  const r = await rig(t, { maxBufferedBytes: MAX_BODY_BYTES + 9, bodyTimeoutMs: 5_000 });
+  const first = await connect(r.port, '127.0.0.2');
+  first.socket.write(head(r.port, MAX_BODY_BYTES));
+  await writeBody(first.socket, MAX_BODY_BYTES - 1);
+  while (r.edge.bufferedBytes() < MAX_BODY_BYTES - 1) await new Promise((res) => setTimeout(res, 10));
+  const second = await connect(r.port, '127.0.0.3');
   second.socket.write(`POST /v1/echo HTTP/1.1\r\nhost: x\r\nauthorization: Bearer sk_good_0123456789\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\n`);
   second.socket.write('6\r\nhello!\r\n');
   const text = await second.answered;

@@ -61,7 +61,7 @@ export async function startGuard(
 
 /** The endpoint a pool is given for a guard in this process (the in-process tally). */
 export function inProcess(g: { guard: Guard; socketPath: string; url: string }): GuardEndpoint {
-  return { socketPath: g.socketPath, url: g.url, takeTally: (token) => g.guard.takeTally(token) };
+  return { socketPath: g.socketPath, url: g.url, takeTally: (token) => g.guard.settledTally(token) };
 }
 
 /** A test site: routes by path; counts requests per path and the connections still open. */

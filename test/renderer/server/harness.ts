@@ -169,7 +169,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       registry,
       guard: options.poolGuardSocket !== undefined
         ? { socketPath: options.poolGuardSocket }
-        : { socketPath: path.join(dir, 'guard.sock'), takeTally: (token) => guard.takeTally(token) },
+        : { socketPath: path.join(dir, 'guard.sock'), takeTally: (token) => guard.settledTally(token) },
     });
   const cache = options.cache?.(dir, logger) ?? new FileCache({ dir: path.join(dir, 'cache'), maxBytes: config.cacheMaxBytes, logger });
   await cache.start();
