@@ -1,9 +1,9 @@
 /**
- * Paints lines of clusters: glyph outlines are scaled, rasterized once per face, glyph, size
- * and quarter-pixel offset, and the coverage masks are cached for the life of the worker
+ * Paints lines of clusters: glyph outlines (drawn by HarfBuzz from the face, harfbuzz.ts) are
+ * scaled, rasterized once per face, glyph, size and quarter-pixel offset, and the coverage masks are cached for the life of the worker
  * (speed: README "Performance and sizing"); emoji are composited as images.
  */
-import type { Face, OtGlyph } from './faces.ts';
+import type { Face } from './faces.ts';
 import { emojiImage } from './emoji.ts';
 import { Outline, rasterize, type Mask } from './raster.ts';
 import { isRtlParagraph, visualOrder, EMOJI_ADVANCE, type Cluster } from './shape.ts';
@@ -18,20 +18,20 @@ const MAX_CACHE_BYTES = 32 * 1024 * 1024;
 const masks = new Map<string, Mask | null>();
 let cacheBytes = 0;
 
-function glyphMask(face: Face, glyph: OtGlyph, size: number, sub: number): Mask | null {
-  const key = `${face.name}|${glyph.index}|${size}|${sub}`;
+function glyphMask(face: Face, id: number, size: number, sub: number): Mask | null {
+  const key = `${face.name}|${id}|${size}|${sub}`;
   const hit = masks.get(key);
   if (hit !== undefined) return hit;
-  const scale = size / face.unitsPerEm;
+  const scale = size / face.font.unitsPerEm;
   const dx = sub / SUBPIXEL;
   const o = new Outline();
-  for (const c of glyph.path.commands) {
-    if (c.type === 'M') o.moveTo(dx + c.x * scale, -c.y * scale);
-    else if (c.type === 'L') o.lineTo(dx + c.x * scale, -c.y * scale);
-    else if (c.type === 'Q') o.quadTo(dx + c.x1 * scale, -c.y1 * scale, dx + c.x * scale, -c.y * scale);
-    else if (c.type === 'C') o.cubicTo(dx + c.x1 * scale, -c.y1 * scale, dx + c.x2 * scale, -c.y2 * scale, dx + c.x * scale, -c.y * scale);
-    else o.close();
-  }
+  face.font.draw(id, {
+    moveTo: (x, y) => o.moveTo(dx + x * scale, -y * scale),
+    lineTo: (x, y) => o.lineTo(dx + x * scale, -y * scale),
+    quadTo: (x1, y1, x, y) => o.quadTo(dx + x1 * scale, -y1 * scale, dx + x * scale, -y * scale),
+    cubicTo: (x1, y1, x2, y2, x, y) => o.cubicTo(dx + x1 * scale, -y1 * scale, dx + x2 * scale, -y2 * scale, dx + x * scale, -y * scale),
+    close: () => o.close(),
+  });
   const mask = rasterize(o) ?? null;
   if (cacheBytes > MAX_CACHE_BYTES) {
     masks.clear();
@@ -77,12 +77,12 @@ function paintCluster(surface: Surface, c: Cluster, pen: number, base: number, s
     return;
   }
   if (c.face === undefined || c.glyphs === undefined) return;
-  for (const { glyph, x } of c.glyphs) {
+  for (const { id, x, y } of c.glyphs) {
     const gx = pen + x * size;
     const ix = Math.floor(gx);
     const sub = Math.min(SUBPIXEL - 1, Math.floor((gx - ix) * SUBPIXEL));
-    const mask = glyphMask(c.face, glyph, size, sub);
-    if (mask !== null) surface.fillMask(mask, ix, base, colour, clip);
+    const mask = glyphMask(c.face, id, size, sub);
+    if (mask !== null) surface.fillMask(mask, ix, base - Math.round(y * size), colour, clip);
   }
 }
 

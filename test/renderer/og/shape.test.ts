@@ -1,24 +1,6 @@
 import t from 'tap';
-import { joinArabic } from '../../../renderer/og/typeset/arabic.ts';
 import { shape, visualOrder, isRtlParagraph } from '../../../renderer/og/typeset/shape.ts';
 import { wrap } from '../../../renderer/og/typeset/wrap.ts';
-
-const hex = (s: string) => [...s].map((c) => c.codePointAt(0)!.toString(16)).join(' ');
-const all = () => true;
-
-t.test('Arabic letters take their joining forms', async (t) => {
-  // beh: initial, medial before teh, teh final; alef after a dual-joiner is final.
-  t.equal(hex(joinArabic('ببب', all)), 'fe91 fe92 fe90', 'initial, medial, final');
-  t.equal(hex(joinArabic('ب', all)), 'fe8f', 'isolated');
-  t.equal(hex(joinArabic('با', all)), 'fe91 fe8e', 'alef joins only to the letter before it');
-  t.equal(hex(joinArabic('اب', all)), 'fe8d fe8f', 'after alef a letter starts afresh');
-  t.equal(hex(joinArabic('لا', all)), 'fefb', 'lam + alef is one ligature');
-  t.equal(hex(joinArabic('بلا', all)), 'fe91 fefc', 'the ligature takes its final form after a joiner');
-  t.equal(hex(joinArabic('بَب', all)), 'fe91 64e fe90', 'a vowel mark between letters does not break the join');
-  t.equal(hex(joinArabic('ب ب', all)), 'fe8f 20 fe8f', 'a space does');
-  t.equal(hex(joinArabic('ببب', (cp) => cp !== 0xfe92)), 'fe91 628 fe90', 'a form no face has keeps its letter');
-  t.equal(joinArabic('Latin only', all), 'Latin only');
-});
 
 function visual(text: string): string {
   const clusters = shape(text, 'regular');
