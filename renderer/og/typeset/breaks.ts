@@ -16,7 +16,7 @@ const INFIX = /^[,.:;\u060c\u061b\u037e\u0589]$/u;
 // Characters that may not start a line: small kana, the prolonged sound mark, iteration marks.
 const NONSTARTER = /^[ぁぃぅぇぉっゃゅょゎゕゖァィゥェォッャュョヮヵヶㇰ-ㇿー々〻ゝゞヽヾ‼‽⁇⁈]$/u;
 const QUOTE = /^[\p{Pi}\p{Pf}"']$/u;
-const HYPHEN = /^[-\u2010\u2013\u00ad\u058a\u05be\u1361\u1680\u2012]$/u;
+const HYPHEN = /^[-\u0f0b\u2010\u2013\u00ad\u058a\u05be\u1361\u1680\u2012]$/u;
 const IDEOGRAPHIC = /^[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\p{Script=Hangul}\p{Script=Bopomofo}\p{Script=Yi}\u3000-\u303f\uff00-\uffef\p{Extended_Pictographic}]$/u;
 // Scripts written without spaces between words (class SA): dictionary word boundaries.
 const DICTIONARY = /^[\p{Script=Thai}\p{Script=Lao}\p{Script=Khmer}\p{Script=Myanmar}\p{Script=Tai_Tham}\p{Script=New_Tai_Lue}\p{Script=Tai_Le}\p{Script=Tai_Viet}]$/u;

@@ -18,7 +18,7 @@ const MAX_CACHE_BYTES = 32 * 1024 * 1024;
 const masks = new Map<string, Mask | null>();
 let cacheBytes = 0;
 
-function glyphMask(face: Face, id: number, size: number, sub: number): Mask | null {
+export function glyphMask(face: Face, id: number, size: number, sub: number): Mask | null {
   const key = `${face.name}|${id}|${size}|${sub}`;
   const hit = masks.get(key);
   if (hit !== undefined) return hit;

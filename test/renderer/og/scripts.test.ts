@@ -1,0 +1,73 @@
+/**
+ * Every script of the Basic Multilingual Plane that has a Noto face draws its letters, not
+ * empty boxes (spec 4.5 rule 6): per script, a title card is drawn and each of its clusters is
+ * rasterized as the card rasterizes it; a cluster whose pixels are the face's empty box
+ * (.notdef) fails when the script's face has glyphs for it. Scripts with a sample sentence
+ * (renderer/og/samples.ts) use it; the others use letters of the script the face maps.
+ */
+import t from 'tap';
+import { faces, type Face } from '../../../renderer/og/typeset/faces.ts';
+import { glyphMask } from '../../../renderer/og/typeset/paint-text.ts';
+import { SCRIPT_NAMES, scriptOf } from '../../../renderer/og/typeset/scripts.ts';
+import { shape } from '../../../renderer/og/typeset/shape.ts';
+import { SCRIPTS, WORLD } from '../../../renderer/og/samples.ts';
+import { inked, inkIn } from './ink.ts';
+
+const SIZE = 48;
+const SAMPLE: Record<string, string> = {
+  Latin: SCRIPTS.latin!.title, Cyrillic: SCRIPTS.cyrillic!.title, Greek: SCRIPTS.greek!.title,
+  Arabic: SCRIPTS.arabic!.title, Hebrew: SCRIPTS.hebrew!.title, Devanagari: SCRIPTS.devanagari!.title,
+  Thai: SCRIPTS.thai!.title, Han: '共有する世界', Hiragana: 'すべてのページに', Katakana: 'カタカナ',
+  Bengali: WORLD.bengali!, Gurmukhi: WORLD.gurmukhi!, Gujarati: WORLD.gujarati!, Oriya: WORLD.oriya!,
+  Tamil: WORLD.tamil!, Telugu: WORLD.telugu!, Kannada: WORLD.kannada!, Malayalam: WORLD.malayalam!,
+  Sinhala: WORLD.sinhala!, Khmer: WORLD.khmer!, Lao: WORLD.lao!, Myanmar: WORLD.myanmar!,
+  Tibetan: WORLD.tibetan!, Georgian: WORLD.georgian!, Armenian: WORLD.armenian!, Ethiopic: WORLD.ethiopic!,
+  Hangul: WORLD.hangul!, Syriac: WORLD.syriac!, Thaana: WORLD.thaana!, Cherokee: WORLD.cherokee!,
+};
+
+/** Up to 16 letters of a script that its face maps (for scripts without a sample sentence). */
+function letters(script: string, face: Face): string {
+  const re = new RegExp(`^\\p{Script=${script}}$`, 'u');
+  const out: string[] = [];
+  for (let cp = 0x80; cp < 0x10000 && out.length < 16; cp++) {
+    if (cp >= 0xd800 && cp < 0xe000) continue;
+    const ch = String.fromCodePoint(cp);
+    if (re.test(ch) && /^\p{L}$/u.test(ch) && face.covers(cp)) out.push(ch);
+  }
+  return out.join('');
+}
+
+const same = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((v, i) => v === b[i]);
+
+const drawable = SCRIPT_NAMES.filter((s) => s !== 'Inherited' && s !== 'Braille' && s !== 'Bopomofo' &&
+  (SAMPLE[s] !== undefined || faces().script('regular', s).length > 0));
+
+t.test('the scripts checked include every BMP script Noto covers', async (t) => {
+  t.ok(drawable.length >= 60, `${drawable.length} scripts`);
+  for (const s of ['Telugu', 'Gujarati', 'Kannada', 'Khmer', 'Sinhala', 'Myanmar', 'Lao', 'Tibetan', 'Ethiopic']) t.ok((drawable as readonly string[]).includes(s), s);
+});
+
+for (const script of drawable) {
+  t.test(`${script}: letters draw as glyphs, not empty boxes`, async (t) => {
+    const own = faces().script('regular', script)[0];
+    const text = SAMPLE[script] ?? letters(script, own!);
+    t.ok([...text].length > 0, 'a sample to draw');
+    const { ink, regions, clippedInk } = inked({ template: 'title', theme: 'dark', title: text });
+    t.ok(inkIn(ink, regions.title!) > 100, 'the title has ink');
+    t.equal(clippedInk, 0, 'the title fits its slot');
+    const boxes: string[] = [];
+    for (const c of shape(text, 'regular')) {
+      if (c.space || c.face === undefined) continue;
+      const cps = [...c.text].map((ch) => ch.codePointAt(0)!).filter((cp) => scriptOf(cp) === script);
+      // Only letters the script's face (or, for Latin, Greek and Cyrillic, the sans) has glyphs for.
+      const face = own ?? faces().primary('regular');
+      if (cps.length === 0 || !cps.every((cp) => face.covers(cp))) continue;
+      const box = glyphMask(c.face, 0, SIZE, 0);
+      for (const g of c.glyphs!) {
+        const mask = glyphMask(c.face, g.id, SIZE, 0);
+        if (mask !== null && box !== null && same(mask.alpha, box.alpha) && mask.width === box.width) boxes.push(c.text);
+      }
+    }
+    t.same(boxes, [], 'no cluster is drawn as the empty box');
+  });
+}
