@@ -3,7 +3,10 @@
  * a face per run of text and for counting characters no face can draw, by script.
  */
 
-/** Script property values that have code points in the Basic Multilingual Plane, and a few above. */
+/**
+ * Script property values: first those with code points in the Basic Multilingual Plane, then
+ * those only above it (historic scripts, most with a Noto face too).
+ */
 export const SCRIPT_NAMES = [
   'Latin', 'Greek', 'Cyrillic', 'Armenian', 'Hebrew', 'Arabic', 'Syriac', 'Thaana', 'Nko', 'Samaritan',
   'Mandaic', 'Devanagari', 'Bengali', 'Gurmukhi', 'Gujarati', 'Oriya', 'Tamil', 'Telugu', 'Kannada',
@@ -13,6 +16,16 @@ export const SCRIPT_NAMES = [
   'Sundanese', 'Batak', 'Lepcha', 'Ol_Chiki', 'Braille', 'Glagolitic', 'Coptic', 'Tifinagh',
   'Han', 'Hiragana', 'Katakana', 'Bopomofo', 'Yi', 'Lisu', 'Vai', 'Bamum', 'Syloti_Nagri', 'Phags_Pa',
   'Saurashtra', 'Kayah_Li', 'Rejang', 'Javanese', 'Cham', 'Tai_Viet', 'Meetei_Mayek', 'Inherited',
+  'Linear_B', 'Lycian', 'Carian', 'Old_Italic', 'Gothic', 'Old_Permic', 'Ugaritic', 'Old_Persian', 'Deseret',
+  'Shavian', 'Osmanya', 'Osage', 'Elbasan', 'Caucasian_Albanian', 'Linear_A', 'Cypriot', 'Imperial_Aramaic',
+  'Palmyrene', 'Nabataean', 'Hatran', 'Phoenician', 'Lydian', 'Meroitic_Cursive', 'Kharoshthi',
+  'Old_South_Arabian', 'Old_North_Arabian', 'Manichaean', 'Avestan', 'Inscriptional_Parthian',
+  'Inscriptional_Pahlavi', 'Psalter_Pahlavi', 'Old_Turkic', 'Old_Hungarian', 'Hanifi_Rohingya', 'Old_Sogdian',
+  'Sogdian', 'Elymaic', 'Brahmi', 'Kaithi', 'Sora_Sompeng', 'Chakma', 'Mahajani', 'Sharada', 'Khojki',
+  'Multani', 'Khudawadi', 'Grantha', 'Newa', 'Tirhuta', 'Siddham', 'Modi', 'Takri', 'Warang_Citi',
+  'Zanabazar_Square', 'Soyombo', 'Pau_Cin_Hau', 'Bhaiksuki', 'Marchen', 'Masaram_Gondi', 'Gunjala_Gondi',
+  'Cuneiform', 'Egyptian_Hieroglyphs', 'Anatolian_Hieroglyphs', 'Mro', 'Bassa_Vah', 'Pahawh_Hmong',
+  'Medefaidrin', 'Miao', 'Nushu', 'Duployan', 'SignWriting', 'Wancho', 'Mende_Kikakui', 'Adlam',
 ] as const;
 
 const TESTS = SCRIPT_NAMES.map((name) => ({ name, re: new RegExp(`^\\p{Script=${name}}$`, 'u') }));
