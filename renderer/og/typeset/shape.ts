@@ -223,8 +223,31 @@ function shapeRun(text: string, run: readonly Grapheme[], breaks: ReadonlySet<nu
   }
 }
 
+// Texts shaped recently, by role: a card's brand, footer and kicker repeat from card to card.
+// Each entry keeps the characters it drew as empty boxes, so they are counted on every card.
+const MAX_SHAPED = 512;
+const shaped = new Map<string, { clusters: readonly Cluster[]; missing: [string, number][] }>();
+
 /** Shapes cleaned text for a role into clusters, with break opportunities marked. */
-export function shape(input: string, role: Role): Cluster[] {
+export function shape(input: string, role: Role): readonly Cluster[] {
+  const key = `${role}\u0000${input}`;
+  let hit = shaped.get(key);
+  if (hit === undefined) {
+    const before = new Map(missing);
+    missing.clear();
+    const clusters = shapeText(input, role);
+    const own = [...missing];
+    missing.clear();
+    for (const [script, n] of before) missing.set(script, n);
+    hit = { clusters, missing: own };
+    if (shaped.size >= MAX_SHAPED) shaped.clear();
+    shaped.set(key, hit);
+  }
+  for (const [script, n] of hit.missing) missing.set(script, (missing.get(script) ?? 0) + n);
+  return hit.clusters;
+}
+
+function shapeText(input: string, role: Role): Cluster[] {
   // Composed forms first: a face's own "é" sits better than "e" with a mark placed by default.
   const text = input.normalize('NFC');
   const breaks = breakOpportunities(text);
