@@ -18,6 +18,11 @@ export interface Face {
   /** The font file the face is read from. */
   readonly file: string;
   readonly font: HbFont;
+  /**
+   * Synthetic bold for a face with no bold of its own: strokes are widened by this share of
+   * the size when drawn (paint-text.ts), as browsers do.
+   */
+  readonly embolden?: number;
   /** Whether the face has its own glyph for a code point (and may draw it). */
   covers(codePoint: number): boolean;
 }
@@ -30,6 +35,8 @@ const DROID = '/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf';
 // Hangul, which the Droid fallback lacks (Debian fonts-nanum).
 const NANUM = '/usr/share/fonts/truetype/nanum';
 
+// Strokes of a synthetic bold are widened by this share of the size (3 px at the title's 76 px).
+const SYNTHETIC_BOLD = 0.04;
 const GREEK = /^[\u0370-\u03ff\u1f00-\u1fff]$/u;
 const PI = 0x03c0;
 
@@ -84,6 +91,10 @@ export function faces(): FaceSet {
   const mono = face(`${NOTO}/NotoSansMono-Bold.ttf`, 'NotoSansMono-Bold',
     (cp) => cp === PI || !GREEK.test(String.fromCodePoint(cp)));
   const cjk = face(DROID, 'DroidSansFallbackFull');
+  // Droid Sans Fallback has no bold: bold slots draw it widened (Noto Sans CJK Bold would be a
+  // 20 MB collection in every thread's memory).
+  const cjkBold: Face = { ...cjk, name: 'DroidSansFallbackFull-SyntheticBold', embolden: SYNTHETIC_BOLD };
+  byFile.set(`${DROID}#bold`, cjkBold);
   const hangul = { bold: face(`${NANUM}/NanumGothicBold.ttf`, 'NanumGothicBold'), regular: face(`${NANUM}/NanumGothic.ttf`, 'NanumGothic') };
   const symbols = installed(SYMBOLS);
   const scriptFaces = new Map<string, readonly Face[]>();
@@ -92,8 +103,9 @@ export function faces(): FaceSet {
     const key = `${weight}|${name}`;
     let list = scriptFaces.get(key);
     if (list !== undefined) return list;
-    if (name === 'Han' || name === 'Hiragana' || name === 'Katakana' || name === 'Bopomofo') list = [cjk];
-    else if (name === 'Hangul') list = [hangul[weight], cjk];
+    const cjkFace = weight === 'bold' ? cjkBold : cjk;
+    if (name === 'Han' || name === 'Hiragana' || name === 'Katakana' || name === 'Bopomofo') list = [cjkFace];
+    else if (name === 'Hangul') list = [hangul[weight], cjkFace];
     else if (name === 'Latin' || name === 'Greek' || name === 'Cyrillic' || name === 'Common' || name === 'Inherited') list = [];
     else {
       const family = FAMILY[name] ?? name.replaceAll('_', '');
@@ -103,7 +115,7 @@ export function faces(): FaceSet {
     scriptFaces.set(key, list);
     return list;
   };
-  const fallbacks = (role: Role): readonly Face[] => (role === 'regular' ? [regular, ...symbols, cjk] : [bold, ...symbols, cjk]);
+  const fallbacks = (role: Role): readonly Face[] => (role === 'regular' ? [regular, ...symbols, cjk] : [bold, ...symbols, cjkBold]);
   loaded = {
     primary: (role) => (role === 'mono' ? mono : role === 'bold' ? bold : regular),
     script,

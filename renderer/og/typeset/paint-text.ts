@@ -32,7 +32,8 @@ export function glyphMask(face: Face, id: number, size: number, sub: number): Ma
     cubicTo: (x1, y1, x2, y2, x, y) => o.cubicTo(dx + x1 * scale, -y1 * scale, dx + x2 * scale, -y2 * scale, dx + x * scale, -y * scale),
     close: () => o.close(),
   });
-  const mask = rasterize(o) ?? null;
+  const drawn = rasterize(o) ?? null;
+  const mask = drawn !== null && face.embolden !== undefined ? widen(drawn, Math.max(1, Math.round(size * face.embolden))) : drawn;
   if (cacheBytes > MAX_CACHE_BYTES) {
     masks.clear();
     cacheBytes = 0;
@@ -40,6 +41,22 @@ export function glyphMask(face: Face, id: number, size: number, sub: number): Ma
   masks.set(key, mask);
   cacheBytes += (mask?.alpha.length ?? 0) + 64;
   return mask;
+}
+
+/** A mask widened by `by` pixels to the right: each pixel takes the most cover of those `by` to its left. */
+function widen(mask: Mask, by: number): Mask {
+  const width = mask.width + by;
+  const alpha = new Uint8Array(width * mask.height);
+  for (let y = 0; y < mask.height; y++) {
+    const row = y * mask.width;
+    const out = y * width;
+    for (let x = 0; x < width; x++) {
+      let a = 0;
+      for (let k = Math.max(0, x - by); k <= Math.min(mask.width - 1, x); k++) a = Math.max(a, mask.alpha[row + k]!);
+      alpha[out + x] = a;
+    }
+  }
+  return { left: mask.left, top: mask.top, width, height: mask.height, alpha };
 }
 
 /** Width of a line in pixels at a size. */

@@ -3,6 +3,7 @@ import { openSync, readSync, closeSync, readFileSync } from 'node:fs';
 import t from 'tap';
 import { faces, type Role } from '../../../renderer/og/typeset/faces.ts';
 import { shape } from '../../../renderer/og/typeset/shape.ts';
+import { glyphMask } from '../../../renderer/og/typeset/paint-text.ts';
 
 const APT_LIST = new URL('../../../scripts/apt-packages.txt', import.meta.url);
 
@@ -55,7 +56,8 @@ t.test('each script is drawn by the face spec 4.5 rule 6 gives it, with no empty
     ['Hebrew in a fallback', 'שלום עולם', 'regular', ['NotoSansHebrew-Regular']],
     ['Devanagari in a fallback', 'नमस्ते दुनिया', 'bold', ['NotoSansDevanagari-Bold']],
     ['Thai in a fallback', 'สวัสดีชาวโลก', 'regular', ['NotoSansThai-Regular']],
-    ['CJK in a fallback', '你好世界こんにちはカタカナ', 'bold', ['DroidSansFallbackFull']],
+    ['CJK in a fallback (bold: widened)', '你好世界こんにちはカタカナ', 'bold', ['DroidSansFallbackFull-SyntheticBold']],
+    ['CJK, regular', '你好世界', 'regular', ['DroidSansFallbackFull']],
     ['Hangul in a fallback', '안녕하세요 세계', 'bold', ['NanumGothicBold']],
     ['Hangul, regular', '한국어', 'regular', ['NanumGothic']],
     ['statValue, start, target in the monospace face', '98.6% e2-e4 +1,024', 'mono', ['NotoSansMono-Bold']],
@@ -70,7 +72,7 @@ t.test('widths are measured with the face each grapheme is drawn with', async (t
   const [latin] = shape('a', 'bold');
   const [han] = shape('漢', 'bold');
   t.equal(latin!.face!.name, 'NotoSans-Bold');
-  t.equal(han!.face!.name, 'DroidSansFallbackFull');
+  t.equal(han!.face!.name, 'DroidSansFallbackFull-SyntheticBold');
   t.ok(han!.em > 0.9 && han!.em <= 1.05, 'a Han character is about one em wide in its own face');
   t.ok(latin!.em < 0.7, 'a Latin letter is narrower');
   const mixed = shape('a漢', 'bold');
@@ -88,4 +90,15 @@ t.test('emoji are images, one per sequence, including ZWJ, skin tones, flags and
   }
   t.equal(shape('#', 'bold')[0]!.emoji, undefined, 'a plain # stays text');
   t.equal(shape('©', 'regular')[0]!.emoji, undefined, 'text-presentation symbols stay text');
+});
+
+t.test('CJK in a bold slot is drawn heavier than in a regular one (synthetic bold)', async (t) => {
+  const ink = (role: Role) => {
+    const [c] = shape('漢', role);
+    const mask = glyphMask(c!.face!, c!.glyphs![0]!.id, 76, 0)!;
+    return mask.alpha.reduce((a, b) => a + b, 0);
+  };
+  const bold = ink('bold');
+  const regular = ink('regular');
+  t.ok(bold > regular * 1.15, `bold ink ${bold} is well above regular ink ${regular}`);
 });
