@@ -45,7 +45,6 @@ export interface Cluster {
 /** Advance of one emoji image in em. */
 export const EMOJI_ADVANCE = 1.12;
 
-const RTL = /[\p{Script=Hebrew}\p{Script=Arabic}\p{Script=Syriac}\p{Script=Thaana}\p{Script=Nko}\p{Script=Samaritan}\p{Script=Mandaic}]/u;
 const DIGIT = /^\p{Nd}/u;
 const LETTER = /^[\p{L}\p{M}]/u;
 // Default-ignorable characters that draw nothing: ZWSP, ZWNJ, ZWJ, word joiner, variation selectors.
@@ -58,16 +57,19 @@ function bidiOf(text: string): BidiClass {
   if (DIGIT.test(text)) return 'EN';
   // Arabic number separators and the Arabic percent sign are neutrals that join numbers, not letters.
   if (SEPARATOR.test(text) || TERMINATOR.test(text)) return 'N';
-  const first = String.fromCodePoint(text.codePointAt(0) ?? 32);
-  if (RTL.test(first)) return 'R';
+  if (isRtlScript(scriptOf(text.codePointAt(0) ?? 32))) return 'R';
   if (LETTER.test(text)) return 'L';
   return 'N';
 }
 
 const visible = (cps: readonly number[]) => cps.filter((cp) => !INVISIBLE.test(String.fromCodePoint(cp)));
 
-/** Characters no face could draw since the thread started (or since the last `takeMissing`), by script. */
+/** Characters drawn as the empty box since the last `takeMissing`, by script. */
 const missing = new Map<string, number>();
+
+function count(into: Map<string, number>, script: string, n: number): void {
+  into.set(script, (into.get(script) ?? 0) + n);
+}
 
 /** Counts of characters drawn as the empty box, by script, since the last call; then starts over. */
 export function takeMissing(): Record<string, number> {
@@ -117,7 +119,8 @@ function pick(role: Role, script: string, cps: readonly number[], previous: Face
   return set.script(role, script).find(all) ?? set.fallbacks(role).find(all);
 }
 
-function classify(text: string, role: Role): Grapheme[] {
+/** Graphemes with their face and script; characters no face has are counted into `boxes`. */
+function classify(text: string, role: Role, boxes: Map<string, number>): Grapheme[] {
   const out: Grapheme[] = [];
   let previous: Face | undefined;
   let runScript = 'Common';
@@ -147,7 +150,7 @@ function classify(text: string, role: Role): Grapheme[] {
     if (face === undefined) {
       // Spec 4.5 rule 6: what no face has is drawn as the empty box, and counted by script.
       const script = own === 'Common' ? scriptOf(visible(cps)[0] ?? 32) : own;
-      missing.set(script, (missing.get(script) ?? 0) + 1);
+      count(boxes, script, 1);
       out.push({ start, end, text: t, face: faces().primary(role), script: runScript, missing: true });
       previous = undefined;
       continue;
@@ -226,32 +229,27 @@ function shapeRun(text: string, run: readonly Grapheme[], breaks: ReadonlySet<nu
 // Texts shaped recently, by role: a card's brand, footer and kicker repeat from card to card.
 // Each entry keeps the characters it drew as empty boxes, so they are counted on every card.
 const MAX_SHAPED = 512;
-const shaped = new Map<string, { clusters: readonly Cluster[]; missing: [string, number][] }>();
+const shaped = new Map<string, { clusters: readonly Cluster[]; boxes: Map<string, number> }>();
 
 /** Shapes cleaned text for a role into clusters, with break opportunities marked. */
 export function shape(input: string, role: Role): readonly Cluster[] {
   const key = `${role}\u0000${input}`;
   let hit = shaped.get(key);
   if (hit === undefined) {
-    const before = new Map(missing);
-    missing.clear();
-    const clusters = shapeText(input, role);
-    const own = [...missing];
-    missing.clear();
-    for (const [script, n] of before) missing.set(script, n);
-    hit = { clusters, missing: own };
+    const boxes = new Map<string, number>();
+    hit = { clusters: shapeText(input, role, boxes), boxes };
     if (shaped.size >= MAX_SHAPED) shaped.clear();
     shaped.set(key, hit);
   }
-  for (const [script, n] of hit.missing) missing.set(script, (missing.get(script) ?? 0) + n);
+  for (const [script, n] of hit.boxes) count(missing, script, n);
   return hit.clusters;
 }
 
-function shapeText(input: string, role: Role): Cluster[] {
+function shapeText(input: string, role: Role, boxes: Map<string, number>): Cluster[] {
   // Composed forms first: a face's own "é" sits better than "e" with a mark placed by default.
   const text = input.normalize('NFC');
   const breaks = breakOpportunities(text);
-  const all = classify(text, role);
+  const all = classify(text, role, boxes);
   const clusters: Cluster[] = [];
   for (let i = 0; i < all.length; ) {
     const g = all[i]!;
