@@ -1,10 +1,11 @@
 /**
  * The typefaces of the card (spec 4.5 rule 6): Noto Sans for Latin, Cyrillic and Greek, Noto
- * Sans Mono for `statValue`, `start` and `target`, and for every other script of the Basic
- * Multilingual Plane that Debian's Noto packages cover, that script's Noto face (Noto Sans
- * <Script>, or Noto Serif <Script> where there is no sans), bold where the template draws bold
- * and the family has a bold. Han, kana and Bopomofo are drawn with Droid Sans Fallback, Hangul
- * with Nanum Gothic; symbols with Noto Sans Symbols, Symbols 2 and Math. All are files of
+ * Sans Mono for `statValue`, `start` and `target`, and for every other script that Debian's
+ * Noto packages cover (all of the Basic Multilingual Plane's, and historic scripts above it),
+ * that script's Noto face (Noto Sans <Script>, or Noto Serif <Script> where there is no sans),
+ * bold where the template draws bold and the family has a bold. Han, kana and Bopomofo are drawn
+ * with Droid Sans Fallback (widened where bold: it has no bold), Hangul with Nanum Gothic;
+ * symbols with Noto Sans Symbols, Symbols 2 and Math. All are files of
  * Debian packages listed in scripts/apt-packages.txt, never fetched at run time, and each is
  * read into HarfBuzz (harfbuzz.ts) on first need, once per worker thread.
  */
@@ -94,7 +95,7 @@ export function faces(): FaceSet {
   // Droid Sans Fallback has no bold: bold slots draw it widened (Noto Sans CJK Bold would be a
   // 20 MB collection in every thread's memory).
   const cjkBold: Face = { ...cjk, name: 'DroidSansFallbackFull-SyntheticBold', embolden: SYNTHETIC_BOLD };
-  byFile.set(`${DROID}#bold`, cjkBold);
+  byFile.set(`${DROID}#bold`, cjkBold); // listed by all(), sharing the regular face's font
   const hangul = { bold: face(`${NANUM}/NanumGothicBold.ttf`, 'NanumGothicBold'), regular: face(`${NANUM}/NanumGothic.ttf`, 'NanumGothic') };
   const symbols = installed(SYMBOLS);
   const scriptFaces = new Map<string, readonly Face[]>();
