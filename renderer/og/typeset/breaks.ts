@@ -82,7 +82,7 @@ export function breakOpportunities(text: string): Set<number> {
     const first = emoji ? '\u{1f600}' : String.fromCodePoint(g.segment.codePointAt(0)!);
     if (previous !== undefined) {
       let a = classOf(previous);
-      // A mark that starts a grapheme of its own (after a space) takes the class before it.
+      // A mark at the very start of the text.
       if (a === 'CM') a = 'AL';
       const b = classOf(first);
       let boundary = false;
@@ -92,11 +92,14 @@ export function breakOpportunities(text: string): Set<number> {
       }
       if (mayBreak(a, b, boundary)) out.add(g.index);
     }
-    // The class of a grapheme's end: its last character that is not a mark or joiner.
+    // The class of a grapheme's end: its last character that is not a mark or joiner. A
+    // grapheme of marks alone (Myanmar's vowel signs are graphemes of their own) takes the class
+    // of what it follows (rule LB9).
     const chars = [...g.segment];
     let last = chars[chars.length - 1]!;
     for (let k = chars.length - 1; k > 0 && MARK.test(last); k--) last = chars[k - 1]!;
-    previous = emoji ? '\u{1f600}' : last;
+    if (emoji) previous = '\u{1f600}';
+    else if (previous === undefined || !MARK.test(last)) previous = last;
   }
   return out;
 }

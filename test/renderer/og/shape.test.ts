@@ -30,3 +30,25 @@ t.test('wrapping: words, long words and the ellipsis', async (t) => {
   const cjk = lines('共有するすべてのページに', 4, 10);
   t.ok(cjk.lines.length > 1 && cjk.lines.every((l) => l.em <= 4), 'text without spaces breaks between words');
 });
+
+t.test('line breaks follow the Unicode line breaking rules, with dictionaries for Thai, Lao, Khmer, Myanmar', async (t) => {
+  const { breakOpportunities } = await import('../../../renderer/og/typeset/breaks.ts');
+  // The text cut at every break opportunity.
+  const pieces = (text: string) => {
+    const at = [0, ...[...breakOpportunities(text)].sort((a, b) => a - b), text.length];
+    return at.slice(1).map((end, k) => text.slice(at[k], end));
+  };
+  t.same(pieces('one two'), ['one ', 'two'], 'after a space');
+  t.same(pieces('well-known'), ['well-', 'known'], 'after a hyphen');
+  t.same(pieces('a 1,000.5 b'), ['a ', '1,000.5 ', 'b'], 'never inside a number');
+  t.same(pieces('10\u00a0km'), ['10\u00a0km'], 'never at a no-break space');
+  t.same(pieces('(quoted) text!'), ['(quoted) ', 'text!'], 'never after an opening bracket or before a closing one or !');
+  t.same(pieces('漢字。かな、カナ'), ['漢', '字。', 'か', 'な、', 'カ', 'ナ'], 'between ideographs, never before 。 or 、');
+  t.same(pieces('ちょっと'), ['ちょっ', 'と'], 'never before a small kana');
+  t.same(pieces('การ์ดที่รวดเร็ว'), ['การ์ด', 'ที่', 'รวดเร็ว'], 'Thai between dictionary words, not inside them');
+  t.same(pieces('ភាសាខ្មែរគឺជា'), ['ភាសាខ្មែរ', 'គឺជា'], 'Khmer between dictionary words');
+  t.same(pieces('ພາສາລາວ'), ['ພາສາ', 'ລາວ'], 'Lao between dictionary words');
+  t.same(pieces('မြန်မာဘာသာစကား'), ['မြန်မာဘာသာ', 'စကား'], 'Myanmar between dictionary words');
+  t.same(pieces('नमस्ते दुनिया'), ['नमस्ते ', 'दुनिया'], 'Devanagari only at spaces: a conjunct is never split');
+  t.same(pieces('go 🚀🎉 now'), ['go ', '🚀', '🎉 ', 'now'], 'around emoji');
+});
