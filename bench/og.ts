@@ -9,7 +9,9 @@
  *
  * Every card differs (a counter in the title), so no answer is a cache hit; glyph masks stay warm
  * as they do in a running renderer. Latency is one card at a time; throughput keeps
- * `--concurrency` cards in flight. The baseline runs on the same number of worker threads.
+ * `--concurrency` cards in flight. The baseline runs on the same number of worker threads; the
+ * Latin throughput of both is measured in four rounds that alternate, so a neighbour's burst
+ * weighs on both and the ratio holds.
  *
  * Memory (the renderer's RSS bound includes these threads): one drawing thread's heap
  * (`process.memoryUsage()` inside it) and what it adds to the process's PSS (smaps_rollup), warm
@@ -146,7 +148,27 @@ interface Figures {
   pss?: { before: number; started: number; startedThreads: number; busy: number; busyThreads: number };
 }
 
-async function ours(): Promise<Figures> {
+// Throughput is measured in rounds that alternate with satori's (below), so both see the same
+// neighbours on a shared machine and their ratio holds while the load moves.
+const ROUNDS = 4;
+
+interface Tally {
+  cards: number;
+  ms: number;
+  cpuMs: number;
+}
+
+async function timed(tally: Tally, cards: number, work: () => Promise<unknown>): Promise<void> {
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  await work();
+  tally.ms += performance.now() - t0;
+  tally.cpuMs += cpuMs(c0);
+  tally.cards += cards;
+}
+
+/** `between` runs after each round of the throughput run (satori's round); its memory is `betweenPssMb`. */
+async function ours(between: () => Promise<void>, betweenPssMb: () => number): Promise<Figures> {
   const pool = createOgPool({ threads: THREADS, maxQueue: CONCURRENCY * 2 });
   const pssBefore = pssMb();
   await pool.start();
@@ -168,17 +190,20 @@ async function ours(): Promise<Figures> {
       await pool.draw(mixedNo(i));
       mixedSamples.push(performance.now() - t0);
     }
+    const tally: Tally = { cards: 0, ms: 0, cpuMs: 0 };
     let next = 0;
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      while (next < CARDS) await pool.draw(cardNo(CARDS + next++));
-    }));
-    const perS = CARDS / ((performance.now() - t0) / 1000);
-    const cpuMsPerCard = cpuMs(c0) / CARDS;
+    for (let round = 0; round < ROUNDS; round++) {
+      const end = Math.min(CARDS, next + Math.ceil(CARDS / ROUNDS));
+      await timed(tally, end - next, () => Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+        while (next < end) await pool.draw(cardNo(CARDS + next++));
+      })));
+      await between();
+    }
+    const perS = tally.cards / (tally.ms / 1000);
+    const cpuMsPerCard = tally.cpuMs / tally.cards;
     const s = summary(samples);
     const m = summary(mixedSamples);
-    const pss = { before: pssBefore, started: pssStarted, startedThreads, busy: pssMb(), busyThreads: pool.stats().threads };
+    const pss = { before: pssBefore, started: pssStarted, startedThreads, busy: pssMb() - betweenPssMb(), busyThreads: pool.stats().threads };
     return { p50: s.p50, p95: s.p95, mixed: { p50: m.p50, p95: m.p95 }, perS, cpuMsPerCard, pss };
   } finally {
     await pool.stop();
@@ -256,18 +281,51 @@ function run(w: Worker, from: number, count: number): Promise<{ times: number[];
   });
 }
 
+/** satori's Latin cards in rounds between ours (`round`), then one at a time for latency. */
+function interleavedBaseline(): { round(): Promise<void>; pssMb(): number; finish(): Promise<Figures> } {
+  let workers: Worker[] | undefined;
+  let added = 0;
+  const tally: Tally = { cards: 0, ms: 0, cpuMs: 0 };
+  const share = Math.max(1, Math.ceil(BASELINE_CARDS / THREADS / ROUNDS));
+  let from = BASELINE_CARDS;
+  const start = async (): Promise<Worker[]> => {
+    if (workers === undefined) {
+      const before = pssMb();
+      workers = await Promise.all(Array.from({ length: THREADS }, () => baselineWorker(latin)));
+      added = pssMb() - before;
+    }
+    return workers;
+  };
+  return {
+    async round() {
+      const ws = await start();
+      await timed(tally, share * ws.length, () => Promise.all(ws.map((w, k) => run(w, from + k * share, share))));
+      from += share * ws.length;
+    },
+    pssMb: () => added,
+    async finish() {
+      const ws = await start();
+      try {
+        const one = await run(ws[0]!, 0, BASELINE_CARDS);
+        const s = summary(one.times);
+        return { p50: s.p50, p95: s.p95, perS: tally.cards / (tally.ms / 1000), cpuMsPerCard: tally.cpuMs / tally.cards };
+      } finally {
+        await Promise.all(ws.map((w) => w.terminate()));
+      }
+    },
+  };
+}
+
+/** satori on its own (the mixed texts): latency one at a time, then throughput on every worker. */
 async function baseline(texts: SampleTexts): Promise<Figures> {
   const workers = await Promise.all(Array.from({ length: THREADS }, () => baselineWorker(texts)));
   try {
     const one = await run(workers[0]!, 0, BASELINE_CARDS);
     const share = Math.ceil(BASELINE_CARDS / THREADS);
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
-    await Promise.all(workers.map((w, k) => run(w, BASELINE_CARDS + k * share, share)));
-    const perS = (share * THREADS) / ((performance.now() - t0) / 1000);
-    const cpuMsPerCard = cpuMs(c0) / (share * THREADS);
+    const tally: Tally = { cards: 0, ms: 0, cpuMs: 0 };
+    await timed(tally, share * THREADS, () => Promise.all(workers.map((w, k) => run(w, BASELINE_CARDS + k * share, share))));
     const s = summary(one.times);
-    return { p50: s.p50, p95: s.p95, perS, cpuMsPerCard };
+    return { p50: s.p50, p95: s.p95, perS: tally.cards / (tally.ms / 1000), cpuMsPerCard: tally.cpuMs / tally.cards };
   } finally {
     await Promise.all(workers.map((w) => w.terminate()));
   }
@@ -289,10 +347,11 @@ const loadBefore = os.loadavg();
 console.log(`load average before: ${loadBefore.map(round2).join(' ')}`);
 // Memory first, on a process that has started no other thread yet.
 const { rows: mem, firstCjkMs } = await threadMemory();
-const a = await ours();
+const satoriLatin = interleavedBaseline();
+const a = await ours(() => satoriLatin.round(), () => satoriLatin.pssMb());
+const b = await satoriLatin.finish();
 line('tintype pool, Latin card        ', a);
 console.log(`tintype pool, mixed-script card  p50 ${round2(a.mixed!.p50)} ms  p95 ${round2(a.mixed!.p95)} ms  (${round2(a.mixed!.p50 / a.p50)}x the Latin p50)`);
-const b = await baseline(latin);
 line('satori + resvg, Latin card      ', b);
 const bm = await baseline(mixedForSatori);
 line('satori + resvg, mixed (no emoji)', bm);
