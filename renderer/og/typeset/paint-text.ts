@@ -1,6 +1,7 @@
 /**
  * Paints lines of clusters: glyph outlines (drawn by HarfBuzz from the face, harfbuzz.ts) are
- * scaled, rasterized once per face, glyph, size and quarter-pixel offset, and the coverage masks are cached for the life of the worker
+ * scaled, rasterized once per face, glyph, size and quarter-pixel offset, and the coverage
+ * masks are cached for the life of the worker
  * (speed: README "Performance and sizing"); emoji are composited as images.
  */
 import type { Face } from './faces.ts';
