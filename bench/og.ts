@@ -16,7 +16,8 @@
  * Memory (the renderer's RSS bound includes these threads): one drawing thread's heap
  * (`process.memoryUsage()` inside it) and what it adds to the process's PSS (smaps_rollup), warm
  * on Latin cards and after one card of every script; and the process's PSS with the pool idle
- * after `start()` and after the throughput run (every thread started).
+ * after `start()` and after the first round of the throughput run (every thread started,
+ * satori's threads not yet).
  *
  * `npm run bench -- og [--cards N] [--baseline-cards N] [--concurrency N]`
  */
@@ -144,7 +145,7 @@ interface Figures {
   perS: number;
   /** CPU time per card over the throughput run, all threads counted. */
   cpuMsPerCard: number;
-  /** Process PSS: before the pool, once started (idle), after the throughput run. */
+  /** Process PSS: before the pool, once started (idle), after the first throughput round. */
   pss?: { before: number; started: number; startedThreads: number; busy: number; busyThreads: number };
 }
 
@@ -167,8 +168,8 @@ async function timed(tally: Tally, cards: number, work: () => Promise<unknown>):
   tally.cards += cards;
 }
 
-/** `between` runs after each round of the throughput run (satori's round); its memory is `betweenPssMb`. */
-async function ours(between: () => Promise<void>, betweenPssMb: () => number): Promise<Figures> {
+/** `between` runs after each round of the throughput run (a round of satori's). */
+async function ours(between: () => Promise<void>): Promise<Figures> {
   const pool = createOgPool({ threads: THREADS, maxQueue: CONCURRENCY * 2 });
   const pssBefore = pssMb();
   await pool.start();
@@ -192,18 +193,21 @@ async function ours(between: () => Promise<void>, betweenPssMb: () => number): P
     }
     const tally: Tally = { cards: 0, ms: 0, cpuMs: 0 };
     let next = 0;
+    let busyPss = NaN;
     for (let round = 0; round < ROUNDS; round++) {
       const end = Math.min(CARDS, next + Math.ceil(CARDS / ROUNDS));
       await timed(tally, end - next, () => Promise.all(Array.from({ length: CONCURRENCY }, async () => {
         while (next < end) await pool.draw(cardNo(CARDS + next++));
       })));
+      // Busy memory before satori's threads exist (they start with its first round).
+      if (round === 0) busyPss = pssMb();
       await between();
     }
     const perS = tally.cards / (tally.ms / 1000);
     const cpuMsPerCard = tally.cpuMs / tally.cards;
     const s = summary(samples);
     const m = summary(mixedSamples);
-    const pss = { before: pssBefore, started: pssStarted, startedThreads, busy: pssMb() - betweenPssMb(), busyThreads: pool.stats().threads };
+    const pss = { before: pssBefore, started: pssStarted, startedThreads, busy: busyPss, busyThreads: pool.stats().threads };
     return { p50: s.p50, p95: s.p95, mixed: { p50: m.p50, p95: m.p95 }, perS, cpuMsPerCard, pss };
   } finally {
     await pool.stop();
@@ -282,18 +286,13 @@ function run(w: Worker, from: number, count: number): Promise<{ times: number[];
 }
 
 /** satori's Latin cards in rounds between ours (`round`), then one at a time for latency. */
-function interleavedBaseline(): { round(): Promise<void>; pssMb(): number; finish(): Promise<Figures> } {
+function interleavedBaseline(): { round(): Promise<void>; finish(): Promise<Figures> } {
   let workers: Worker[] | undefined;
-  let added = 0;
   const tally: Tally = { cards: 0, ms: 0, cpuMs: 0 };
   const share = Math.max(1, Math.ceil(BASELINE_CARDS / THREADS / ROUNDS));
   let from = BASELINE_CARDS;
   const start = async (): Promise<Worker[]> => {
-    if (workers === undefined) {
-      const before = pssMb();
-      workers = await Promise.all(Array.from({ length: THREADS }, () => baselineWorker(latin)));
-      added = pssMb() - before;
-    }
+    workers ??= await Promise.all(Array.from({ length: THREADS }, () => baselineWorker(latin)));
     return workers;
   };
   return {
@@ -302,7 +301,6 @@ function interleavedBaseline(): { round(): Promise<void>; pssMb(): number; finis
       await timed(tally, share * ws.length, () => Promise.all(ws.map((w, k) => run(w, from + k * share, share))));
       from += share * ws.length;
     },
-    pssMb: () => added,
     async finish() {
       const ws = await start();
       try {
@@ -348,7 +346,7 @@ console.log(`load average before: ${loadBefore.map(round2).join(' ')}`);
 // Memory first, on a process that has started no other thread yet.
 const { rows: mem, firstCjkMs } = await threadMemory();
 const satoriLatin = interleavedBaseline();
-const a = await ours(() => satoriLatin.round(), () => satoriLatin.pssMb());
+const a = await ours(() => satoriLatin.round());
 const b = await satoriLatin.finish();
 line('tintype pool, Latin card        ', a);
 console.log(`tintype pool, mixed-script card  p50 ${round2(a.mixed!.p50)} ms  p95 ${round2(a.mixed!.p95)} ms  (${round2(a.mixed!.p50 / a.p50)}x the Latin p50)`);
@@ -363,7 +361,7 @@ for (const m of mem) {
 console.log(`one drawing thread, first CJK card (reads the CJK face): ${round2(firstCjkMs)} ms`);
 const p = a.pss!;
 console.log(`process PSS: ${round2(p.before)} MB before the pool, ${round2(p.started)} MB started (${p.startedThreads} thread), ` +
-  `${round2(p.busy)} MB after the throughput run (${p.busyThreads} threads)`);
+  `${round2(p.busy)} MB in the throughput run (${p.busyThreads} threads)`);
 const warm = mem[1]!;
 const all = mem[2]!;
 const latinVsSatori = a.perS / b.perS;
