@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { PARAMETERS, type OgCard } from './fields.ts';
 
 // Bump when the drawing changes, so cards cached under the old look are not served again.
-export const OG_DRAWING_VERSION = 2;
+export const OG_DRAWING_VERSION = 3;
 
 /** `og:v<version>:<sha256 hex>` over the card's parameters in a fixed order. */
 export function ogCacheKey(card: OgCard): string {

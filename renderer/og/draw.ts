@@ -19,7 +19,7 @@ let surface: Surface | undefined;
  * the cache). Fallback faces are not read here: each is read when a card first needs it (faces.ts).
  */
 export function warmUp(): void {
-  for (const face of faces().primary()) face.glyph(0x41);
+  for (const role of ['bold', 'regular', 'mono'] as const) faces().primary(role).font.shape('A', 0, 1, 'ltr');
   surface ??= new Surface();
   ground('dark');
   ground('light');

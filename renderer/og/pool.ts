@@ -14,6 +14,7 @@
 import { Worker } from 'node:worker_threads';
 import { ServiceError } from '../../lib/errors.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
+import type { Registry } from '../../lib/metrics.ts';
 import type { OgCard } from './fields.ts';
 import type { DrawRequest, ThreadMessage } from './worker-protocol.ts';
 
@@ -33,6 +34,11 @@ export interface OgPoolOptions {
   entry?: URL;
   /** Wait before replacing a thread that died before it was ready, so a broken set-up cannot spin. */
   respawnDelayMs?: number;
+  /**
+   * Where `tintype_og_missing_glyphs_total{script}` is kept: characters no face could draw,
+   * drawn as the empty box (spec 4.5 rule 6), by Unicode script.
+   */
+  registry?: Registry;
 }
 
 /** Counters for metrics and tests. */
@@ -46,6 +52,8 @@ export interface OgPoolStats {
   queued: number;
   /** Threads replaced after a crash or an overrun since start. */
   replaced: number;
+  /** Characters drawn as the empty box since start, by Unicode script (spec 4.5 rule 6). */
+  missingGlyphs: Record<string, number>;
 }
 
 /** The pool of drawing threads. */
@@ -116,6 +124,9 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
   // it, so a broken set-up cannot spin however many cards arrive.
   let setupFailedAt = -Infinity;
   const respawns = new Set<NodeJS.Timeout>();
+  const missing = new Map<string, number>();
+  const missingCounter = options.registry?.counter('tintype_og_missing_glyphs_total',
+    'Characters on OG cards that no face has a glyph for, drawn as the empty box, by Unicode script.');
 
   function settle(job: Job): void {
     clearTimeout(job.timer);
@@ -194,7 +205,13 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
         if (job === undefined || job.id !== m.id) return;
         thread.job = undefined;
         settle(job);
-        if (m.kind === 'drawn') job.resolve(Buffer.from(m.png));
+        if (m.kind === 'drawn') {
+          for (const [script, n] of Object.entries(m.missing ?? {})) {
+            missing.set(script, (missing.get(script) ?? 0) + n);
+            missingCounter?.inc({ script }, n);
+          }
+          job.resolve(Buffer.from(m.png));
+        }
         else job.reject(new ServiceError('render_failed'));
         pump();
       });
@@ -329,7 +346,7 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
         if (t.ready && !t.ending) ready++;
         if (t.job !== undefined) busy++;
       }
-      return { threads: threads.size, maxThreads: size, ready, busy, queued: queue.length, replaced };
+      return { threads: threads.size, maxThreads: size, ready, busy, queued: queue.length, replaced, missingGlyphs: Object.fromEntries(missing) };
     },
   };
 }

@@ -121,6 +121,50 @@ export const SCRIPTS: Readonly<Record<string, SampleTexts>> = {
   },
 };
 
+/**
+ * A card whose every slot mixes Devanagari, Arabic, Thai and emoji: the benchmark's mixed-script
+ * card (bench/og.ts) and one more script set for the tests.
+ */
+export const MIXED: SampleTexts = {
+  kicker: 'समाचार · أخبار · ข่าว 🚀',
+  title: 'हर पृष्ठ के लिए कार्ड, بطاقات سريعة لكل صفحة, การ์ดที่รวดเร็ว ✨',
+  subtitle: 'बिना ब्राउज़र के, بلا متصفح, ไม่ใช้เบราว์เซอร์ 👍🏽',
+  statValue: '९९%',
+  statLabel: 'कार्ड · بطاقات · การ์ด 🎉',
+  start: 'दिल्ली',
+  target: 'دبي',
+  hint: 'कौन सा? أي طريق؟ ทางไหน? 🤔',
+  footer: 'उदाहरण.भारत',
+  brand: 'تينتايب ✨',
+};
+
+/**
+ * A title in each further script the card draws with its own Noto face (the gallery draws one
+ * card per script; the pixel tests check no letter is an empty box).
+ */
+export const WORLD: Readonly<Record<string, string>> = {
+  bengali: 'প্রতিটি পৃষ্ঠার জন্য দ্রুত কার্ড',
+  gurmukhi: 'ਹਰ ਪੰਨੇ ਲਈ ਤੇਜ਼ ਕਾਰਡ',
+  gujarati: 'દરેક પૃષ્ઠ માટે ઝડપી કાર્ડ',
+  oriya: 'ପ୍ରତ୍ୟେକ ପୃଷ୍ଠା ପାଇଁ ଦ୍ରୁତ କାର୍ଡ',
+  tamil: 'ஒவ்வொரு பக்கத்திற்கும் விரைவான அட்டைகள்',
+  telugu: 'ప్రతి పేజీకి వేగవంతమైన కార్డులు',
+  kannada: 'ಪ್ರತಿ ಪುಟಕ್ಕೂ ವೇಗದ ಕಾರ್ಡ್‌ಗಳು',
+  malayalam: 'ഓരോ പേജിനും വേഗത്തിലുള്ള കാർഡുകൾ',
+  sinhala: 'සෑම පිටුවක් සඳහාම වේගවත් කාඩ්පත්',
+  khmer: 'កាតរហ័សសម្រាប់គ្រប់ទំព័រដែលអ្នកចែករំលែក',
+  lao: 'ບັດທີ່ວ່ອງໄວສໍາລັບທຸກໜ້າທີ່ທ່ານແບ່ງປັນ',
+  myanmar: 'စာမျက်နှာတိုင်းအတွက် မြန်ဆန်သောကတ်များ',
+  tibetan: 'བོད་ཡིག་གི་ཤོག་བྱང་མྱུར་པོ།',
+  georgian: 'სწრაფი ბარათები ყველა გვერდისთვის',
+  armenian: 'Արագ քարտեր յուրաքանչյուր էջի համար',
+  ethiopic: 'ለእያንዳንዱ ገጽ ፈጣን ካርዶች',
+  hangul: '공유하는 모든 페이지를 위한 빠른 카드',
+  syriac: 'ܟܪܛܝܣܐ ܩܠܝܠܐ ܠܟܠ ܦܐܬܐ',
+  thaana: 'ކޮންމެ ޞަފްޙާއަކަށް ކާޑު',
+  cherokee: 'ᏣᎳᎩ ᎦᏬᏂᎯᏍᏗ',
+};
+
 /** Hostile texts that must never throw, overflow the card or overlap another slot. */
 export const HOSTILE: Readonly<Record<string, string>> = {
   wide120: '漢'.repeat(120),
@@ -171,9 +215,13 @@ export function galleryCards(): { name: string; card: OgCard }[] {
       }
       out.push({ name: `${template}-${theme}-minimal`, card: minimalCard(template, theme, SCRIPTS.latin!) });
     }
+    out.push({ name: `${template}-dark-mixed`, card: fullCard(template, 'dark', MIXED) });
     for (const [name, text] of Object.entries(HOSTILE)) {
       out.push({ name: `${template}-dark-hostile-${name}`, card: fullCard(template, 'dark', hostileTexts(text)) });
     }
+  }
+  for (const [script, title] of Object.entries(WORLD)) {
+    out.push({ name: `title-dark-world-${script}`, card: { template: 'title', theme: 'dark', title, subtitle: title, kicker: script } });
   }
   return out;
 }

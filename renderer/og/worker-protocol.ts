@@ -14,17 +14,19 @@ export interface DrawRequest {
 /** Thread to pool: `ready` once after warming up, then one answer per request. */
 export type ThreadMessage =
   | { kind: 'ready' }
-  | { kind: 'drawn'; id: number; png: ArrayBuffer }
+  | { kind: 'drawn'; id: number; png: ArrayBuffer; missing?: Record<string, number> }
   | { kind: 'failed'; id: number; message: string };
 
 /**
  * Serves draw requests on this worker thread with `draw` after `warmUp` has run. A thrown error
- * answers that request only; the thread keeps serving.
+ * answers that request only; the thread keeps serving. `missing` gives the characters drawn as
+ * the empty box since it was last asked, by script; they go back with the card.
  */
-export function serveDrawing(warmUp: () => void, draw: (card: OgCard) => Uint8Array): void {
+export function serveDrawing(warmUp: () => void, draw: (card: OgCard) => Uint8Array, missing?: () => Record<string, number>): void {
   const port = parentPort;
   if (port === null) throw new Error('serveDrawing runs only inside a worker thread');
   warmUp();
+  missing?.();
   port.on('message', (request: DrawRequest) => {
     let answer: ThreadMessage;
     const transfer: ArrayBuffer[] = [];
@@ -34,7 +36,10 @@ export function serveDrawing(warmUp: () => void, draw: (card: OgCard) => Uint8Ar
       const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer
         ? bytes.buffer
         : bytes.slice().buffer as ArrayBuffer;
-      answer = { kind: 'drawn', id: request.id, png: own };
+      const counts = missing?.();
+      answer = counts === undefined || Object.keys(counts).length === 0
+        ? { kind: 'drawn', id: request.id, png: own }
+        : { kind: 'drawn', id: request.id, png: own, missing: counts };
       transfer.push(own);
     } catch (err) {
       answer = { kind: 'failed', id: request.id, message: err instanceof Error ? err.message : String(err) };

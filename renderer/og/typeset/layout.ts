@@ -40,7 +40,7 @@ const BLEED = 6;
 
 interface Trial {
   spec: BlockSpec;
-  clusters: Cluster[];
+  clusters: readonly Cluster[];
   size: number;
   lines: Line[];
   truncated: boolean;
@@ -85,7 +85,7 @@ function lineDescent(line: Line): number {
 }
 
 // Blocks shrink in proportion: step k of n takes each block the same fraction down its sizes.
-function trial(spec: BlockSpec, clusters: Cluster[], step: number, steps: number, width: number): Trial {
+function trial(spec: BlockSpec, clusters: readonly Cluster[], step: number, steps: number, width: number): Trial {
   const last = spec.sizes.length - 1;
   const size = spec.sizes[steps <= 1 ? 0 : Math.round((step * last) / (steps - 1))]!;
   const w = wrap(clusters, width / size, spec.maxLines(size), spec.role);

@@ -1,9 +1,10 @@
 /**
- * Paints lines of clusters: glyph outlines are scaled, rasterized once per face, glyph, size
- * and quarter-pixel offset, and the coverage masks are cached for the life of the worker
+ * Paints lines of clusters: glyph outlines (drawn by HarfBuzz from the face, harfbuzz.ts) are
+ * scaled, rasterized once per face, glyph, size and quarter-pixel offset, and the coverage
+ * masks are cached for the life of the worker
  * (speed: docs/performance.md); emoji are composited as images.
  */
-import type { Face, OtGlyph } from './faces.ts';
+import type { Face } from './faces.ts';
 import { emojiImage } from './emoji.ts';
 import { Outline, rasterize, type Mask } from './raster.ts';
 import { isRtlParagraph, visualOrder, EMOJI_ADVANCE, type Cluster } from './shape.ts';
@@ -18,21 +19,22 @@ const MAX_CACHE_BYTES = 32 * 1024 * 1024;
 const masks = new Map<string, Mask | null>();
 let cacheBytes = 0;
 
-function glyphMask(face: Face, glyph: OtGlyph, size: number, sub: number): Mask | null {
-  const key = `${face.name}|${glyph.index}|${size}|${sub}`;
+export function glyphMask(face: Face, id: number, size: number, sub: number): Mask | null {
+  const key = `${face.name}|${id}|${size}|${sub}`;
   const hit = masks.get(key);
   if (hit !== undefined) return hit;
-  const scale = size / face.unitsPerEm;
+  const scale = size / face.font.unitsPerEm;
   const dx = sub / SUBPIXEL;
   const o = new Outline();
-  for (const c of glyph.path.commands) {
-    if (c.type === 'M') o.moveTo(dx + c.x * scale, -c.y * scale);
-    else if (c.type === 'L') o.lineTo(dx + c.x * scale, -c.y * scale);
-    else if (c.type === 'Q') o.quadTo(dx + c.x1 * scale, -c.y1 * scale, dx + c.x * scale, -c.y * scale);
-    else if (c.type === 'C') o.cubicTo(dx + c.x1 * scale, -c.y1 * scale, dx + c.x2 * scale, -c.y2 * scale, dx + c.x * scale, -c.y * scale);
-    else o.close();
-  }
-  const mask = rasterize(o) ?? null;
+  face.font.draw(id, {
+    moveTo: (x, y) => o.moveTo(dx + x * scale, -y * scale),
+    lineTo: (x, y) => o.lineTo(dx + x * scale, -y * scale),
+    quadTo: (x1, y1, x, y) => o.quadTo(dx + x1 * scale, -y1 * scale, dx + x * scale, -y * scale),
+    cubicTo: (x1, y1, x2, y2, x, y) => o.cubicTo(dx + x1 * scale, -y1 * scale, dx + x2 * scale, -y2 * scale, dx + x * scale, -y * scale),
+    close: () => o.close(),
+  });
+  const drawn = rasterize(o) ?? null;
+  const mask = drawn !== null && face.embolden !== undefined ? widen(drawn, Math.max(1, Math.round(size * face.embolden))) : drawn;
   if (cacheBytes > MAX_CACHE_BYTES) {
     masks.clear();
     cacheBytes = 0;
@@ -40,6 +42,22 @@ function glyphMask(face: Face, glyph: OtGlyph, size: number, sub: number): Mask 
   masks.set(key, mask);
   cacheBytes += (mask?.alpha.length ?? 0) + 64;
   return mask;
+}
+
+/** A mask widened by `by` pixels to the right: each pixel takes the most cover of those `by` to its left. */
+function widen(mask: Mask, by: number): Mask {
+  const width = mask.width + by;
+  const alpha = new Uint8Array(width * mask.height);
+  for (let y = 0; y < mask.height; y++) {
+    const row = y * mask.width;
+    const out = y * width;
+    for (let x = 0; x < width; x++) {
+      let a = 0;
+      for (let k = Math.max(0, x - by); k <= Math.min(mask.width - 1, x); k++) a = Math.max(a, mask.alpha[row + k]!);
+      alpha[out + x] = a;
+    }
+  }
+  return { left: mask.left, top: mask.top, width, height: mask.height, alpha };
 }
 
 /** Width of a line in pixels at a size. */
@@ -77,12 +95,12 @@ function paintCluster(surface: Surface, c: Cluster, pen: number, base: number, s
     return;
   }
   if (c.face === undefined || c.glyphs === undefined) return;
-  for (const { glyph, x } of c.glyphs) {
+  for (const { id, x, y } of c.glyphs) {
     const gx = pen + x * size;
     const ix = Math.floor(gx);
     const sub = Math.min(SUBPIXEL - 1, Math.floor((gx - ix) * SUBPIXEL));
-    const mask = glyphMask(c.face, glyph, size, sub);
-    if (mask !== null) surface.fillMask(mask, ix, base, colour, clip);
+    const mask = glyphMask(c.face, id, size, sub);
+    if (mask !== null) surface.fillMask(mask, ix, base - Math.round(y * size), colour, clip);
   }
 }
 

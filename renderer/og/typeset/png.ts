@@ -6,8 +6,11 @@
  * times quicker than pureimage's pngjs path (speed: docs/performance.md).
  * The decoder reads the emoji images and the test goldens: 8-bit, non-interlaced.
  */
+import { endianness } from 'node:os';
+import * as zlib from 'node:zlib';
 import { deflateSync, inflateSync } from 'node:zlib';
 
+const LITTLE_ENDIAN = endianness() === 'LE';
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 const CRC_TABLE = (() => {
@@ -20,7 +23,11 @@ const CRC_TABLE = (() => {
   return table;
 })();
 
+// node:zlib's own CRC-32 where the Node version has it (20.15 and later), else the table's.
+const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array) => number }).crc32;
+
 function crc32(bytes: Uint8Array, start: number, end: number): number {
+  if (nativeCrc32 !== undefined) return nativeCrc32(bytes.subarray(start, end)) >>> 0;
   let c = -1;
   for (let i = start; i < end; i++) c = CRC_TABLE[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8);
   return (c ^ -1) >>> 0;
@@ -39,11 +46,22 @@ function chunk(type: string, data: Uint8Array): Buffer {
 export function encodePng(rgba: Uint8Array, width: number, height: number, level = 2): Buffer {
   const stride = width * 3 + 1;
   const raw = Buffer.allocUnsafe(stride * height);
+  // Each pixel read as one little-endian word (red in the low byte): a fifth of the card's CPU
+  // time went to copying the channels one byte at a time.
+  const words = LITTLE_ENDIAN && rgba.byteOffset % 4 === 0 ? new Uint32Array(rgba.buffer, rgba.byteOffset, width * height) : undefined;
   for (let y = 0; y < height; y++) {
     let o = y * stride;
-    let i = y * width * 4;
     raw[o++] = 0; // filter type None
-    for (let x = 0; x < width; x++, i += 4) {
+    if (words !== undefined) {
+      for (let i = y * width, end = i + width; i < end; i++, o += 3) {
+        const v = words[i]!;
+        raw[o] = v;
+        raw[o + 1] = v >>> 8;
+        raw[o + 2] = v >>> 16;
+      }
+      continue;
+    }
+    for (let x = 0, i = y * width * 4; x < width; x++, i += 4) {
       raw[o++] = rgba[i]!;
       raw[o++] = rgba[i + 1]!;
       raw[o++] = rgba[i + 2]!;

@@ -59,6 +59,14 @@ export class Surface {
       for (let x = x0; x < x1; x++, m++, o += 4) {
         const c = mask.alpha[m]!;
         if (c === 0) continue;
+        // Inside a glyph (full cover, no fade) the colour replaces the pixel: the same result
+        // as the blend below, without its arithmetic.
+        if (c === 255 && opacity === 1) {
+          px[o] = r;
+          px[o + 1] = g;
+          px[o + 2] = b;
+          continue;
+        }
         const a = c * scale;
         px[o] = px[o]! + (r - px[o]!) * a;
         px[o + 1] = px[o + 1]! + (g - px[o + 1]!) * a;

@@ -4,6 +4,7 @@ import { createOgDrawer } from '../../../renderer/og/index.ts';
 import { createOgPool } from '../../../renderer/og/pool.ts';
 import { decodePng } from '../../../renderer/og/typeset/png.ts';
 import type { OgCard } from '../../../renderer/og/fields.ts';
+import { Registry } from '../../../lib/metrics.ts';
 
 const FAULTY = new URL('./fixtures/faulty-worker.ts', import.meta.url);
 const BROKEN = new URL('./fixtures/broken-worker.ts', import.meta.url);
@@ -45,6 +46,22 @@ t.test('the drawer parses, keys and draws 1200 x 630 PNGs on worker threads', as
   }
   t.not(Buffer.compare(pngs[1]!, pngs[2]!), 0, 'different cards, different pictures');
   t.equal(Buffer.compare(await og.draw(card('one')), pngs[1]!), 0, 'the same card draws the same bytes');
+});
+
+t.test('characters no face has are drawn as the empty box and counted by script (spec 4.5 rule 6)', async (t) => {
+  const registry = new Registry();
+  const og = createOgPool({ threads: 1, registry });
+  await og.start();
+  t.teardown(() => og.stop());
+  await og.draw(card('Devanagari नमस्ते, Telugu తెలుగు, Khmer ខ្មែរ'));
+  t.same(og.stats().missingGlyphs, {}, 'every script with a face: nothing counted');
+  // CJK Extension B is above U+FFFF and in none of the faces.
+  await og.draw(card('rare 𠀀𠀁 Han'));
+  await og.draw(card('𠀂 once more'));
+  t.same(og.stats().missingGlyphs, { Han: 3 }, 'three Han characters drawn as boxes');
+  await og.draw(card('rare 𠀀𠀁 Han'));
+  t.same(og.stats().missingGlyphs, { Han: 5 }, 'a text drawn again is counted again (shaped texts are kept)');
+  t.match(registry.render(), /tintype_og_missing_glyphs_total\{script="Han"\} 5/, 'the metric by script');
 });
 
 // The growth tests give each card 8 s: the new thread warms up (faces, grounds, warm-up cards)

@@ -1,24 +1,6 @@
 import t from 'tap';
-import { joinArabic } from '../../../renderer/og/typeset/arabic.ts';
 import { shape, visualOrder, isRtlParagraph } from '../../../renderer/og/typeset/shape.ts';
 import { wrap } from '../../../renderer/og/typeset/wrap.ts';
-
-const hex = (s: string) => [...s].map((c) => c.codePointAt(0)!.toString(16)).join(' ');
-const all = () => true;
-
-t.test('Arabic letters take their joining forms', async (t) => {
-  // beh: initial, medial before teh, teh final; alef after a dual-joiner is final.
-  t.equal(hex(joinArabic('ببب', all)), 'fe91 fe92 fe90', 'initial, medial, final');
-  t.equal(hex(joinArabic('ب', all)), 'fe8f', 'isolated');
-  t.equal(hex(joinArabic('با', all)), 'fe91 fe8e', 'alef joins only to the letter before it');
-  t.equal(hex(joinArabic('اب', all)), 'fe8d fe8f', 'after alef a letter starts afresh');
-  t.equal(hex(joinArabic('لا', all)), 'fefb', 'lam + alef is one ligature');
-  t.equal(hex(joinArabic('بلا', all)), 'fe91 fefc', 'the ligature takes its final form after a joiner');
-  t.equal(hex(joinArabic('بَب', all)), 'fe91 64e fe90', 'a vowel mark between letters does not break the join');
-  t.equal(hex(joinArabic('ب ب', all)), 'fe8f 20 fe8f', 'a space does');
-  t.equal(hex(joinArabic('ببب', (cp) => cp !== 0xfe92)), 'fe91 628 fe90', 'a form no face has keeps its letter');
-  t.equal(joinArabic('Latin only', all), 'Latin only');
-});
 
 function visual(text: string): string {
   const clusters = shape(text, 'regular');
@@ -47,4 +29,26 @@ t.test('wrapping: words, long words and the ellipsis', async (t) => {
   t.equal(long.lines[2]!.clusters.at(-1)!.text, '…', 'the last line ends in an ellipsis');
   const cjk = lines('共有するすべてのページに', 4, 10);
   t.ok(cjk.lines.length > 1 && cjk.lines.every((l) => l.em <= 4), 'text without spaces breaks between words');
+});
+
+t.test('line breaks follow the Unicode line breaking rules, with dictionaries for Thai, Lao, Khmer, Myanmar', async (t) => {
+  const { breakOpportunities } = await import('../../../renderer/og/typeset/breaks.ts');
+  // The text cut at every break opportunity.
+  const pieces = (text: string) => {
+    const at = [0, ...[...breakOpportunities(text)].sort((a, b) => a - b), text.length];
+    return at.slice(1).map((end, k) => text.slice(at[k], end));
+  };
+  t.same(pieces('one two'), ['one ', 'two'], 'after a space');
+  t.same(pieces('well-known'), ['well-', 'known'], 'after a hyphen');
+  t.same(pieces('a 1,000.5 b'), ['a ', '1,000.5 ', 'b'], 'never inside a number');
+  t.same(pieces('10\u00a0km'), ['10\u00a0km'], 'never at a no-break space');
+  t.same(pieces('(quoted) text!'), ['(quoted) ', 'text!'], 'never after an opening bracket or before a closing one or !');
+  t.same(pieces('漢字。かな、カナ'), ['漢', '字。', 'か', 'な、', 'カ', 'ナ'], 'between ideographs, never before 。 or 、');
+  t.same(pieces('ちょっと'), ['ちょっ', 'と'], 'never before a small kana');
+  t.same(pieces('การ์ดที่รวดเร็ว'), ['การ์ด', 'ที่', 'รวดเร็ว'], 'Thai between dictionary words, not inside them');
+  t.same(pieces('ភាសាខ្មែរគឺជា'), ['ភាសាខ្មែរ', 'គឺជា'], 'Khmer between dictionary words');
+  t.same(pieces('ພາສາລາວ'), ['ພາສາ', 'ລາວ'], 'Lao between dictionary words');
+  t.same(pieces('မြန်မာဘာသာစကား'), ['မြန်မာဘာသာ', 'စကား'], 'Myanmar between dictionary words');
+  t.same(pieces('नमस्ते दुनिया'), ['नमस्ते ', 'दुनिया'], 'Devanagari only at spaces: a conjunct is never split');
+  t.same(pieces('go 🚀🎉 now'), ['go ', '🚀', '🎉 ', 'now'], 'around emoji');
 });
