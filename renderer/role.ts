@@ -84,7 +84,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
   const pool = createBrowserPool({ config, logger: logger.child({ component: 'browser' }), registry, guard: endpoint });
   const cache = createRenderCache(config, logger);
   // OG cards are drawn on worker threads, inside the same render budget (spec 4.5; Part 7 504).
-  const og = createOgDrawer({ threads: config.ogThreads, maxQueue: config.ogQueue, drawTimeoutMs: config.renderTimeoutMs });
+  const og = createOgDrawer({ threads: config.ogThreads, maxQueue: config.ogQueue, drawTimeoutMs: config.renderTimeoutMs, registry });
   const ownSettler = options.settler === undefined ? settlerFor(config, logger) : undefined;
   const settler = options.settler ?? ownSettler!;
   const server = createRendererServer({
