@@ -77,6 +77,10 @@ export interface Config {
   ogQueue: number;
   /** Namespace the operator watches; its own (podNamespace) when unset. */
   controllerNamespace: string | undefined;
+  /** The operator's leader Lease (`tintype-controller` when unset); one per release in a chart. */
+  controllerLease: string | undefined;
+  /** The one RenderPool the operator reconciles; every pool of the namespace when unset. */
+  controllerPool: string | undefined;
   /** How often the operator reads each renderer's `/state`. */
   controllerPollMs: number;
   /** The pod's own namespace and name (downward API): where the operator's Lease lives, and its holder. */
@@ -151,11 +155,11 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
   return v as T;
 }
 
-/** A Kubernetes namespace name (an RFC 1123 label). */
+/** A Kubernetes namespace or object name (an RFC 1123 label). */
 function dnsLabel(env: Env, name: string): string | undefined {
   const v = raw(env, name);
   if (v !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(v)) {
-    throw new ConfigError(`${name} must be a namespace name (lower-case letters, digits and '-', at most 63)`);
+    throw new ConfigError(`${name} must be a Kubernetes name (lower-case letters, digits and '-', at most 63)`);
   }
   return v;
 }
@@ -198,6 +202,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     ogThreads: integer(env, 'TINTYPE_OG_THREADS', 2, 1, 64),
     ogQueue: integer(env, 'TINTYPE_OG_QUEUE', 64, 0, 100_000),
     controllerNamespace: dnsLabel(env, 'TINTYPE_CONTROLLER_NAMESPACE'),
+    controllerLease: dnsLabel(env, 'TINTYPE_CONTROLLER_LEASE'),
+    controllerPool: dnsLabel(env, 'TINTYPE_CONTROLLER_POOL'),
     controllerPollMs: integer(env, 'TINTYPE_CONTROLLER_POLL_MS', 5_000, 100, 600_000),
     podNamespace: dnsLabel(env, 'POD_NAMESPACE'),
     podName: raw(env, 'POD_NAME'),

@@ -138,8 +138,9 @@ t.test('renderer: memory limit = flat + per slot × slots + /dev/shm, Chromium r
   }
   const hardened: any = (await render('operator-scaling-values.yaml')).find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('-renderer'));
   t.equal(hardened.spec.template.spec.runtimeClassName, 'gvisor');
-  t.equal(hardened.spec.template.spec.hostUsers, false);
-  t.notOk('replicas' in hardened.spec, 'the controller owns the replica count');
+  t.notOk('hostUsers' in hardened.spec.template.spec, 'a sandboxed runtime takes no user namespaces: the kubelet refuses the two together');
+  const userNs: any = (await render('default-values.yaml', ['--set', 'renderer.hostUsers=false'])).find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('-renderer'));
+  t.equal(userNs.spec.template.spec.hostUsers, false, 'user-namespaced renderers, without a sandboxed runtime');
 });
 
 t.test('PodDisruptionBudgets: every serving role, unhealthy pods always evictable', async (t) => {
