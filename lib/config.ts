@@ -69,6 +69,12 @@ export interface Config {
   edgeMaxConnections: number;
   /** SQLite `synchronous` level for policy state: `normal` survives a killed process, `full` also power loss. */
   sqliteSync: 'normal' | 'full';
+  /**
+   * How policy comes by its schema: `start` applies the pending migrations as it starts (one
+   * machine, `tintype start`); `wait` waits until `tintype migrate` (the chart's hook Job) has
+   * applied them, and needs no DDL rights (docs/helm.md, "Upgrades").
+   */
+  migrate: 'start' | 'wait';
   /** PostgreSQL connections policy keeps open at most. */
   pgPoolSize: number;
   /** Worker threads that draw Open Graph cards (spec 4.5; drawing blocks its thread). */
@@ -198,6 +204,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     edgeMaxBufferedBytes: integer(env, 'TINTYPE_EDGE_MAX_BUFFERED_BYTES', DEFAULT_EDGE_MAX_BUFFERED_BYTES, MAX_BODY_BYTES, Number.MAX_SAFE_INTEGER),
     edgeMaxConnections: integer(env, 'TINTYPE_EDGE_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
     sqliteSync: oneOf(env, 'TINTYPE_SQLITE_SYNC', ['normal', 'full'] as const, 'normal'),
+    migrate: oneOf(env, 'TINTYPE_MIGRATE', ['start', 'wait'] as const, 'start'),
     pgPoolSize: integer(env, 'TINTYPE_PG_POOL', 10, 1, 200),
     ogThreads: integer(env, 'TINTYPE_OG_THREADS', 2, 1, 64),
     ogQueue: integer(env, 'TINTYPE_OG_QUEUE', 64, 0, 100_000),

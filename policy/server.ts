@@ -35,6 +35,7 @@ import { policyMetrics } from './metrics.ts';
 import { type Plans, loadPlans } from './plans.ts';
 import { openStore } from './store/open.ts';
 import type { PolicyStore } from './store/store.ts';
+import { type SchemaWait, waitForSchema } from './store/schema.ts';
 import { ConfigError, requireLeaseSecrets } from '../lib/config.ts';
 import { leaseKeys } from '../lib/lease.ts';
 import { listen } from '../lib/listen.ts';
@@ -83,6 +84,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   let started = false;
   let storeOk = false;
   let sweeper: NodeJS.Timeout | undefined;
+  let schemaWait: SchemaWait | undefined;
   let sweeping: Promise<number> | undefined;
 
   const server = http.createServer({ maxHeaderSize: ROLE_MAX_REQUEST_HEADER_BYTES }, (req, res) => {
@@ -264,7 +266,12 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     plans,
     sweep,
     async start() {
-      await store.migrate();
+      if (config.migrate === 'wait') {
+        schemaWait = waitForSchema(store, logger);
+        await schemaWait.done;
+      } else {
+        await store.migrate();
+      }
       // A key on a plan the plans file no longer defines would be refused forever: stop instead.
       const missing = [...new Set((await store.listKeys()).filter((k) => k.revokedAt === null).map((k) => k.plan))]
         .filter((p) => !Object.hasOwn(plans, p));
@@ -283,6 +290,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     },
     async stop() {
       started = false;
+      schemaWait?.stop();
       if (sweeper !== undefined) clearInterval(sweeper);
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

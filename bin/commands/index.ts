@@ -31,6 +31,10 @@ export const commands: Record<string, CommandEntry> = {
     summary: 'the Kubernetes operator: scales RenderPools on render slots and reports their state',
     load: async () => (await import('./controller.ts')).controllerCommand,
   },
+  migrate: {
+    summary: "applies policy's schema migrations (before a new version starts; --check)",
+    load: async () => (await import('./migrate.ts')).migrateCommand,
+  },
   keys: {
     summary: 'key admin: create --plan P | list | revoke ID',
     load: async () => (await import('./keys.ts')).keysCommand,
