@@ -185,3 +185,11 @@ t.test('the default values give the same walls (no controller: nobody else reach
   t.ok(allowed(defaults, HERE, guard, internet, 443));
   for (const ip of PRIVATE) t.notOk(allowed(defaults, HERE, guard, addr(ip), 443), ip);
 });
+
+t.test("the migration Job: PostgreSQL and DNS only, nothing in", async (t) => {
+  const migrate = role('migrate', '10.1.0.14');
+  t.ok(may(migrate, postgres, 5432));
+  t.ok(may(migrate, dns, 53, 'UDP'));
+  for (const to of [internet, redis, policy, renderer, stranger]) t.notOk(may(migrate, to, 443) || may(migrate, to, 6379) || may(migrate, to, 8081), `not ${to.ip}`);
+  for (const from of [envoy, renderer, stranger]) t.notOk(may(from, migrate, 8081), 'no way in');
+});

@@ -195,3 +195,28 @@ t.test('DNS peers are values: the cluster DNS by selector and the node-local cac
     t.ok(dns.to.some((x: any) => x.podSelector?.matchLabels?.['k8s-app'] === 'kube-dns'), `${p.metadata.name}: and kube-dns`);
   }
 });
+
+t.test('upgrades: migrations run once in a pre-install/pre-upgrade hook Job with their own credentials; policy waits for them', async (t) => {
+  const objects = await render('default-values.yaml', ['--set', 'secrets.migrateDatabaseUrl=postgres://owner:ddl@db/tintype']);
+  const job: any = ofKind(objects, 'Job')[0];
+  t.equal(job.metadata.annotations['helm.sh/hook'], 'pre-install,pre-upgrade');
+  const c = job.spec.template.spec.containers[0];
+  t.same(c.args.slice(0, 1), ['migrate']);
+  const ref = c.env.find((e: any) => e.name === 'DATABASE_URL').valueFrom.secretKeyRef;
+  const secret: any = named(objects, 'Secret', ref.name);
+  t.equal(secret.stringData[ref.key], 'postgres://owner:ddl@db/tintype', "the Job's own credentials");
+  // Hooks run before the release's objects exist: what the Job needs is a hook made before it.
+  for (const o of [secret, named(objects, 'NetworkPolicy', `${RELEASE}-migrate`)]) {
+    t.equal(o.metadata.annotations['helm.sh/hook'], 'pre-install,pre-upgrade', `${o.kind}: a hook too`);
+    t.ok(Number(o.metadata.annotations['helm.sh/hook-weight']) < Number(job.metadata.annotations['helm.sh/hook-weight']), `${o.kind}: before the Job`);
+  }
+  t.equal(job.spec.activeDeadlineSeconds, 3600);
+  t.same(c.args, ['migrate', '--timeout-s', '3600'], 'one statement may run as long as the Job');
+  const policy = deployment(objects, 'policy').spec.template.spec.containers[0];
+  t.equal(envOf(policy)['TINTYPE_MIGRATE'], 'wait', 'policy pods wait for the schema instead of migrating');
+  const existing = ofKind(await render('existing-secrets-values.yaml', ['--set', 'migrations.databaseUrlKey=DATABASE_MIGRATE_URL']), 'Job')[0] as any;
+  t.same(existing.spec.template.spec.containers[0].env.find((e: any) => e.name === 'DATABASE_URL').valueFrom.secretKeyRef, { name: 'tintype-env', key: 'DATABASE_MIGRATE_URL' });
+  const off = await render('default-values.yaml', ['--set', 'migrations.enabled=false']);
+  t.equal(ofKind(off, 'Job').length, 0);
+  t.equal(envOf(deployment(off, 'policy').spec.template.spec.containers[0])['TINTYPE_MIGRATE'], 'start', 'off: each pod migrates as it starts');
+});

@@ -18,6 +18,7 @@ function pods(objects: K8sObject[]): Pod[] {
   return objects.flatMap((o): Pod[] => {
     if (o.kind === 'Deployment') return [{ name: o.metadata.name, kind: o.kind, spec: (o as any).spec.template.spec }];
     if (o.kind === 'Pod') return [{ name: o.metadata.name, kind: o.kind, spec: (o as any).spec }];
+    if (o.kind === 'Job') return [{ name: o.metadata.name, kind: o.kind, spec: (o as any).spec.template.spec }];
     return [];
   });
 }
@@ -88,7 +89,7 @@ for (const values of CI_VALUES) {
     for (const p of pods(objects)) {
       const isController = p.name.endsWith('-controller');
       t.equal(p.spec.automountServiceAccountToken, isController, `${p.name}: token mounted only for the controller`);
-      if (p.kind === 'Pod') continue;
+      if (p.kind !== 'Deployment') continue;
       t.equal(accounts.get(p.spec.serviceAccountName), isController, `${p.name}: its own ServiceAccount`);
       const [c] = p.spec.containers;
       // Liveness and readiness on /healthz/live and /healthz/ready for every role.
