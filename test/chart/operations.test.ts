@@ -220,3 +220,25 @@ t.test('upgrades: migrations run once in a pre-install/pre-upgrade hook Job with
   t.equal(ofKind(off, 'Job').length, 0);
   t.equal(envOf(deployment(off, 'policy').spec.template.spec.containers[0])['TINTYPE_MIGRATE'], 'start', 'off: each pod migrates as it starts');
 });
+
+t.test('a Secret change rolls exactly the roles that read it (checksum per role, of its own keys)', async (t) => {
+  const sums = async (set: string): Promise<Record<string, string | undefined>> => {
+    const objects = await render('default-values.yaml', set === '' ? [] : ['--set', set]);
+    return Object.fromEntries(['policy', 'renderer', 'guard', 'envoy'].map((r) => [r, deployment(objects, r).spec.template.metadata.annotations?.['checksum/secret']]));
+  };
+  const base = await sums('');
+  t.ok(base['policy'] && base['renderer'], 'policy and the renderer carry one');
+  t.equal(base['guard'], undefined, 'the guard reads no Secret');
+  const lease = await sums('secrets.leaseSecret=the-next-key-of-32-random-bytes-b64url');
+  t.not(lease['policy'], base['policy'], 'a lease key change rolls policy');
+  t.not(lease['renderer'], base['renderer'], 'and the renderers');
+  const db = await sums('secrets.databaseUrl=postgres://tintype:other@postgresql:5432/tintype');
+  t.not(db['policy'], base['policy'], 'DATABASE_URL rolls policy');
+  t.equal(db['renderer'], base['renderer'], 'and not the renderers, which do not read it');
+  const redis = await sums('secrets.redisUrl=redis://tintype-cache:other@redis:6379/0');
+  t.equal(redis['policy'], base['policy'], 'REDIS_URL does not roll policy');
+  t.not(redis['renderer'], base['renderer'], 'but the renderers');
+  // An existing Secret is read from the cluster (lookup); helm template has none: no annotation.
+  const existing = deployment(await render('existing-secrets-values.yaml'), 'policy').spec.template.metadata.annotations ?? {};
+  t.notOk('checksum/secret' in existing);
+});
