@@ -75,6 +75,10 @@ export interface Config {
    * applied them, and needs no DDL rights (docs/helm.md, "Upgrades").
    */
   migrate: 'start' | 'wait';
+  /** `tintype envoy-drain`: Envoy's admin API, the wait for the endpoints, and Envoy's drain time. */
+  envoyAdminUrl: string;
+  drainWaitS: number;
+  drainTimeS: number;
   /** PostgreSQL connections policy keeps open at most. */
   pgPoolSize: number;
   /** Worker threads that draw Open Graph cards (spec 4.5; drawing blocks its thread). */
@@ -205,6 +209,9 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     edgeMaxConnections: integer(env, 'TINTYPE_EDGE_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
     sqliteSync: oneOf(env, 'TINTYPE_SQLITE_SYNC', ['normal', 'full'] as const, 'normal'),
     migrate: oneOf(env, 'TINTYPE_MIGRATE', ['start', 'wait'] as const, 'start'),
+    envoyAdminUrl: url(env, 'TINTYPE_ENVOY_ADMIN_URL', ['http']) ?? 'http://127.0.0.1:9901',
+    drainWaitS: integer(env, 'TINTYPE_DRAIN_WAIT_S', 15, 0, 300),
+    drainTimeS: integer(env, 'TINTYPE_DRAIN_TIME_S', 45, 1, 3_600),
     pgPoolSize: integer(env, 'TINTYPE_PG_POOL', 10, 1, 200),
     ogThreads: integer(env, 'TINTYPE_OG_THREADS', 2, 1, 64),
     ogQueue: integer(env, 'TINTYPE_OG_QUEUE', 64, 0, 100_000),

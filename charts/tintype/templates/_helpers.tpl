@@ -113,9 +113,30 @@ seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
-{{/* Seconds a pod gets to finish its renders after SIGTERM: the budget, the edge's margin and 10 s. */}}
+{{/*
+Seconds a pod gets once it is deleted: its preStop wait (drainWaitSeconds), then the renders in
+flight after SIGTERM (the budget and the edge's margin), and 10 s.
+*/}}
 {{- define "tintype.gracePeriod" -}}
-{{- add (div .Values.renderBudgetMs 1000) .Values.edgeMarginSeconds 10 -}}
+{{- add .Values.drainWaitSeconds (include "tintype.drainTimeSeconds" . | atoi) 10 -}}
+{{- end -}}
+
+{{/* The longest an answer may take through the edge: the render budget and the edge's margin (Envoy's --drain-time-s). */}}
+{{- define "tintype.drainTimeSeconds" -}}
+{{- add (div .Values.renderBudgetMs 1000) .Values.edgeMarginSeconds -}}
+{{- end -}}
+
+{{/*
+A tintype role's preStop: GET /healthz/drain on its admin port fails its readiness at once and
+answers after drainWaitSeconds, in which the role keeps serving while the endpoints and Envoy
+let go of it; then SIGTERM, and the role finishes what is in flight (lib/admin.ts).
+*/}}
+{{- define "tintype.drainPreStop" -}}
+lifecycle:
+  preStop:
+    httpGet:
+      path: {{ printf "/healthz/drain?wait_s=%d" (int .Values.drainWaitSeconds) | quote }}
+      port: admin
 {{- end -}}
 
 {{/* Probes on a role's admin port. */}}
