@@ -21,7 +21,10 @@ export const envoyDrainCommand: Command = {
     const config = loadConfig();
     const logger = createLogger('envoy-drain', { level: config.logLevel });
     logger.info('envoy_drain.waiting', { admin: config.envoyAdminUrl });
+    // Nothing else holds the event loop open while it idles.
+    const idle = setInterval(() => {}, 2 ** 30);
     const signal = await waitForStopSignal();
+    clearInterval(idle);
     logger.info('stopping', { signal });
     await drainEnvoy({ adminUrl: config.envoyAdminUrl, waitMs: config.drainWaitS * 1000, drainMs: config.drainTimeS * 1000, logger });
     return 0;

@@ -242,3 +242,12 @@ t.test('a Secret change rolls exactly the roles that read it (checksum per role,
   const existing = deployment(await render('existing-secrets-values.yaml'), 'policy').spec.template.metadata.annotations ?? {};
   t.notOk('checksum/secret' in existing);
 });
+
+t.test("Envoy lets go of a policy or renderer pod when the Service's DNS does, healthy or not", async (t) => {
+  const { doc } = await renderedEnvoy('default-values.yaml');
+  for (const name of ['policy', 'renderer']) {
+    const c = doc.static_resources.clusters.find((x: any) => x.name === name);
+    t.equal(c.ignore_health_on_host_removal, true, name);
+    t.equal(c.type, 'STRICT_DNS', `${name}: a host leaves with the DNS answer`);
+  }
+});
