@@ -1,0 +1,171 @@
+/**
+ * A rolling restart of policy under steady traffic, as the chart renders it (docs/helm.md,
+ * "Rolling restarts"): the migration as the hook Job runs it, then `tintype policy` pods with
+ * their rendered environment on this machine's PostgreSQL; the cluster's side (the Service's
+ * endpoints and DNS, Envoy's policy cluster with its health checks and ext_authz) from the
+ * rendered bootstrap (rollout/policy-cluster.ts). The Deployment's rollout: the new pod starts and
+ * joins the endpoints once ready; the old one is deleted: it leaves the endpoints, the kubelet
+ * runs its rendered preStop, then SIGTERM, and it must be gone within its grace period.
+ * Meanwhile a client checks and settles without pause: every check is answered 200 (never even a
+ * 503 busy), every settle lands, and the ledger meters exactly what was delivered. Without the
+ * preStop (SIGTERM at deletion) the same run answers 503 busy: the control.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import t from 'tap';
+import { parse } from 'yaml';
+import { ROOT, named, render, type K8sObject } from '../helm.ts';
+import { runTintype, startPolicyProcess, type PolicyProcess } from '../policy/process.ts';
+import { imageConfig, tintypeImage } from './tintype-image.ts';
+import { containerEnv, podPlans } from './wiring/pods.ts';
+import { policyCluster, type Answer } from './rollout/policy-cluster.ts';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+t.setTimeout(240_000);
+
+const PG_ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
+const DB = `tintype_rollout_${process.pid}_${randomBytes(3).toString('hex')}`;
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-rollout-'));
+/** Longer than the bootstrap's DNS refresh (5 s), as the default (15 s) is; short for a test. */
+const DRAIN_WAIT_S = 7;
+
+let objects: K8sObject[] = [];
+let policyEnv: Record<string, string> = {};
+let key = '';
+let keyId = '';
+
+t.before(async () => {
+  const admin = new pg.Client({ connectionString: PG_ADMIN });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${DB}`);
+  await admin.end();
+  const values = ['--set', [
+    `secrets.databaseUrl=postgres://postgres@127.0.0.1:5432/${DB}`, 'secrets.redisUrl=redis://127.0.0.1:6379/9',
+    `secrets.leaseSecret=${randomBytes(32).toString('base64url')}`, `drainWaitSeconds=${DRAIN_WAIT_S}`,
+  ].join(',')];
+  objects = await render('default-values.yaml', values);
+  const image = { name: tintypeImage('default-values.yaml'), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
+  const plan = podPlans(objects, image, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' })).find((p) => p.component === 'policy')!;
+  // Two pods on one machine: the ports are the OS's choice; the rest as rendered.
+  policyEnv = { ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LOG_LEVEL: 'info' };
+  t.equal(policyEnv['TINTYPE_MIGRATE'], 'wait', 'policy waits for the schema');
+  // The hook Job, as rendered: `tintype migrate` with its own Secret's DATABASE_URL.
+  const job: any = objects.find((o) => o.kind === 'Job');
+  const jc = job.spec.template.spec.containers[0];
+  const migrated = await runTintype(jc.args, containerEnv(jc, objects, { namespace: 'render', podName: 'job', podIP: '' }));
+  if (migrated.code !== 0) throw new Error(`the migration Job failed: ${migrated.stderr}`);
+  const made = await runTintype(['keys', 'create', '--plan', 'scale', '--name', 'rollout'], policyEnv);
+  key = /^secret: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
+  keyId = /^id: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
+  if (key === '') throw new Error(`keys create: ${made.stderr}`);
+});
+
+t.teardown(async () => {
+  const admin = new pg.Client({ connectionString: PG_ADMIN });
+  admin.on('error', () => {});
+  await admin.connect();
+  try { await admin.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`); } finally { await admin.end(); }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function get(port: number, p: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path: p, agent: false, timeout: 300_000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.once('error', () => resolve(0));
+  });
+}
+
+async function startPod(name: string): Promise<PolicyProcess & { name: string }> {
+  const p = await startPolicyProcess({ ...policyEnv, TINTYPE_DATA_DIR: path.join(dir, name) });
+  // The readiness probe, as rendered, before the pod joins the endpoints.
+  for (let i = 0; (await get(p.adminPort, '/healthz/ready')) !== 200; i++) {
+    if (i > 600) throw new Error(`${name} never ready`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return Object.assign(p, { name });
+}
+
+interface Run { checks: Answer[]; settles: Answer[]; deletedAt: number; oldServedAfterDeletion: number; exitedWithinGrace: boolean }
+
+/** One rollout of policy under steady check-and-settle traffic; `preStop` false skips the hook. */
+async function rollout(preStop: boolean): Promise<Run> {
+  const deployment: any = named(objects, 'Deployment', 'tt-policy');
+  const spec = deployment.spec.template.spec;
+  const hook = spec.containers[0].lifecycle.preStop.httpGet;
+  const graceS: number = spec.terminationGracePeriodSeconds;
+  const envoy = parse((named(objects, 'ConfigMap', 'tt-envoy') as any).data['envoy.yaml']);
+  const cluster = policyCluster(envoy);
+  const old = await startPod(`old-${preStop}`);
+  cluster.join(old);
+  cluster.start();
+  const checks: Answer[] = [];
+  const settles: Answer[] = [];
+  let running = true;
+  const traffic = (async () => {
+    while (running) {
+      const a = await cluster.check('/v1/ping', `Bearer ${key}`);
+      checks.push({ ...a, at: Date.now() } as Answer);
+      const lease = a.headers['x-tintype-lease'];
+      if (a.status === 200 && typeof lease === 'string') {
+        settles.push(await cluster.settle(JSON.stringify({ lease, status: 200 })).catch((err: Error) => ({ status: 0, headers: {}, body: err.message })));
+      }
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 1_000));
+  // maxSurge: the new pod first, into the endpoints once ready.
+  const next = await startPod(`new-${preStop}`);
+  cluster.join(next);
+  // The old pod is deleted: out of the endpoints; the kubelet runs its preStop, then SIGTERM.
+  const deletedAt = Date.now();
+  cluster.leave(old.name);
+  if (preStop) {
+    const path = String(hook.path);
+    t.equal(await get(old.adminPort, path), 200, `the preStop (GET ${path} on the admin port) answered`);
+  }
+  const exited = old.kill('SIGTERM').then(() => true);
+  const exitedWithinGrace = await Promise.race([exited, new Promise<boolean>((r) => setTimeout(() => r(false), graceS * 1000))]);
+  await new Promise((r) => setTimeout(r, 2_000));
+  running = false;
+  await traffic;
+  cluster.close();
+  await next.kill('SIGTERM');
+  const oldServedAfterDeletion = checks.filter((c: any) => c.host === old.name && c.at > deletedAt).length;
+  return { checks, settles, deletedAt, oldServedAfterDeletion, exitedWithinGrace };
+}
+
+async function meteredSince(): Promise<number> {
+  const db = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:5432/${DB}` });
+  await db.connect();
+  try {
+    return Number((await db.query('SELECT count(*) AS n FROM usage WHERE key_id = $1 AND metered', [keyId])).rows[0].n);
+  } finally {
+    await db.end();
+  }
+}
+
+t.test('policy restarts under steady traffic: every check answered 200, every settle lands, the ledger meters what was delivered', async (t) => {
+  const before = await meteredSince();
+  const run = await rollout(true);
+  t.ok(run.checks.length > 20, `${run.checks.length} checks`);
+  t.same(run.checks.filter((c) => c.status !== 200).map((c) => `${c.status} ${c.body}`), [], 'no answer but 200: not even a 503 busy');
+  t.same(run.settles.filter((s) => s.status !== 200 && s.status !== 204).map((s) => `${s.status} ${s.body}`), [], 'every settle landed');
+  t.ok(run.oldServedAfterDeletion > 0, `the old pod kept serving after its deletion, through its preStop wait (${run.oldServedAfterDeletion} checks)`);
+  t.ok(run.exitedWithinGrace, 'and was gone within its grace period');
+  const delivered = run.checks.filter((c) => c.status === 200).length;
+  t.equal((await meteredSince()) - before, delivered, 'metered exactly what was delivered');
+});
+
+t.test('the control: without the preStop, SIGTERM at deletion leaves Envoy checking a pod that is gone: 503 busy', async (t) => {
+  const run = await rollout(false);
+  const busy = run.checks.filter((c) => c.status === 503);
+  t.ok(busy.length > 0, `${busy.length} checks answered 503 busy`);
+  for (const b of busy) t.equal(b.headers['retry-after'], '1', 'busy carries retry-after: 1');
+});
