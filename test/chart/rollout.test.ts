@@ -21,7 +21,8 @@ import { parse } from 'yaml';
 import { ROOT, named, render, type K8sObject } from '../helm.ts';
 import { runTintype, startPolicyProcess, type PolicyProcess } from '../policy/process.ts';
 import { imageConfig, tintypeImage } from './tintype-image.ts';
-import { containerEnv, podPlans } from './wiring/pods.ts';
+import { podPlans } from './wiring/pods.ts';
+import { runMigrationJob } from './wiring/migrate.ts';
 import { policyCluster, type Answer } from './rollout/policy-cluster.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -54,10 +55,11 @@ t.before(async () => {
   policyEnv = { ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LOG_LEVEL: 'info' };
   t.equal(policyEnv['TINTYPE_MIGRATE'], 'wait', 'policy waits for the schema');
   // The hook Job, as rendered: `tintype migrate` with its own Secret's DATABASE_URL.
-  const job: any = objects.find((o) => o.kind === 'Job');
-  const jc = job.spec.template.spec.containers[0];
-  const migrated = await runTintype(jc.args, containerEnv(jc, objects, { namespace: 'render', podName: 'job', podIP: '' }));
-  if (migrated.code !== 0) throw new Error(`the migration Job failed: ${migrated.stderr}`);
+  await runMigrationJob(objects, (env, argv) => {
+    const r = runTintype(argv.slice(1), env);
+    let out = '';
+    return { exited: r.then((x) => { out = x.stdout + x.stderr; return x.code; }), output: () => out };
+  });
   const made = await runTintype(['keys', 'create', '--plan', 'scale', '--name', 'rollout'], policyEnv);
   key = /^secret: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
   keyId = /^id: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
