@@ -1,6 +1,6 @@
 /**
  * Policy's check + settle pairs per second and their latency, per store, in one run
- * (README "Commands"). Measured as Envoy and renderers call it: the real
+ * (docs/performance.md "Running the benchmarks"). Measured as Envoy and renderers call it: the real
  * `bin/tintype policy` process, over HTTP with kept-alive connections, one ext_authz check
  * (`POST /authz/v1/pdf`, a render: quota, window and a place) then its settle (`POST /settle`).
  * Baseline in the same run: a Node HTTP server that answers the same two requests with no

@@ -1,5 +1,5 @@
 /**
- * The operator's scaling against the HPA's CPU algorithm on one simulated day (README, "The
+ * The operator's scaling against the HPA's CPU algorithm on one simulated day (docs/helm.md, "Scaling with the
  * operator"). A seeded trace of bursty render traffic (arrivals on a daily curve with bursts,
  * log-normal render times) runs through renderer pods of 2 slots that take 20 s to start; a
  * request that finds every ready slot busy is answered 503 `busy` (no queue, as the renderer).

@@ -1,5 +1,5 @@
 /**
- * The embedded default end to end (README "Performance and sizing"): ping requests per second, and cache
+ * The embedded default end to end (docs/performance.md): ping requests per second, and cache
  * hits (POST /v1/html-to-image answered from the cache) per second and their p50/p99, through
  * the real `bin/tintype start` (edge ▸ ext_authz with SQLite ▸ renderer ▸ cache ▸ settle).
  * Baseline in the same run: a bare Koa server in its own process answering the same requests

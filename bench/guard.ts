@@ -1,5 +1,5 @@
 /**
- * The guard's cost (README "Commands"): requests per second and the latency
+ * The guard's cost (docs/performance.md "Running the benchmarks"): requests per second and the latency
  * it adds, through the real `bin/tintype guard` process against a direct connection to the same
  * loopback HTTP server, in the same run. Targets: p50 added ≤ 1 ms, ≥ 1,500 proxied req/s on
  * 2 cores.

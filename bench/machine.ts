@@ -1,4 +1,4 @@
-/** The machine and versions every benchmark prints before its figures (README "Commands"). */
+/** The machine and versions every benchmark prints before its figures (docs/performance.md "Running the benchmarks"). */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * The OG card's cost (README "Commands"): p50/p95 per uncached card and cards
+ * The OG card's cost (docs/performance.md "Running the benchmarks"): p50/p95 per uncached card and cards
  * per second on the drawing pool (2 threads), beside satori + resvg drawing an equivalent card
  * (same size, same layout, same Noto Sans faces) in the same run. Targets: p50 ≤ 20 ms per card,
  * ≥ 60 cards/s on 2 cores, and faster than satori + resvg.

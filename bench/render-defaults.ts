@@ -206,7 +206,7 @@ export async function measureDefaults(options: { chromium: string; slots: number
   }
 }
 
-/** The JSON fields of the defaults part (README "Performance and sizing"). */
+/** The JSON fields of the defaults part (docs/performance.md). */
 export function defaultsJson(r: DefaultsResult): Record<string, unknown> {
   const d = r.sides['defaults']!;
   const fl = r.sides['floor']!;

@@ -1,5 +1,5 @@
 /**
- * The renderer's cost (README "Commands"): p50/p95 latency and renders/s of
+ * The renderer's cost (docs/performance.md "Running the benchmarks"): p50/p95 latency and renders/s of
  * html-to-image of a small document at concurrency 1 and 2, and of pdf, through the real
  * `bin/tintype renderer` process (own guard, netns isolation, a fresh context per render, the
  * file cache storing every answer), against a baseline measured in the same run: plain

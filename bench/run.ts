@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- <name>` runs bench/<name>.ts (README "Commands"). Each benchmark prints readable
+ * `npm run bench -- <name>` runs bench/<name>.ts (docs/performance.md "Running the benchmarks"). Each benchmark prints readable
  * lines, the machine and versions first (see machine.ts), and one JSON object as its last line.
  */
 import { existsSync, readdirSync } from 'node:fs';

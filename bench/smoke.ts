@@ -1,5 +1,5 @@
 /**
- * Every benchmark once, with few iterations (README "Commands": benchmarks may run after the tests
+ * Every benchmark once, with few iterations (docs/performance.md "Running the benchmarks": benchmarks may run after the tests
  * as a smoke check): each must run to its end and print, as its last line, its JSON figures.
  * Nothing here judges a figure; it keeps the benchmarks from rotting between measurements.
  * `.ci/run` runs it after `npm test`.

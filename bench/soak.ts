@@ -1,5 +1,5 @@
 /**
- * What `tintype start` survives, as figures from a run (README "What it survives"): sustained
+ * What `tintype start` survives, as figures from a run (docs/operations.md "What it survives"): sustained
  * load, kill -9 under load on SQLite and PostgreSQL, Chromium killed, hostile pages, fuzzed
  * bodies, and PostgreSQL, Redis and the disk lost. The invariants are asserted by the tests in
  * test/e2e/reliability/ with short runs; this prints the figures of a long one. The disk-full

@@ -1,6 +1,6 @@
 /**
  * How long the usage report takes on a month of 1 and 10 million ledger records, on SQLite and
- * on PostgreSQL (README "Reading usage"). Measured as `tintype usage` reads: the report's own
+ * on PostgreSQL (docs/operations.md "Reading usage"). Measured as `tintype usage` reads: the report's own
  * reader (a read-only connection, one read transaction, the month's rows of usage_tally), then
  * the fold; the process start of the command is left out. Baseline in the same run, on the same
  * database: the query one would write by hand without the command, one GROUP BY of the ledger

@@ -1,5 +1,5 @@
 /**
- * The scale decision (README, "How the operator decides"): a pure function of the readings, the
+ * The scale decision (docs/helm.md, "How it decides"): a pure function of the readings, the
  * spec, the current replica count, the clock and the recommendations remembered from earlier
  * decisions. No I/O: the reconcile loop reads, calls this, then writes what it says.
  *

@@ -1,5 +1,5 @@
 /**
- * The operator (README, "The operator"): watches RenderPools, Deployments and Pods in one
+ * The operator (docs/helm.md, "Scaling with the operator"): watches RenderPools, Deployments and Pods in one
  * namespace, reads each ready renderer's `/state` every poll, and as leader scales the
  * Deployments and reports on the pools. One lifecycle: start(), stop(signal), healthy().
  */

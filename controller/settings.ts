@@ -1,5 +1,5 @@
 /**
- * What `tintype controller` takes from the settings (README "The operator"): its own namespace
+ * What `tintype controller` takes from the settings (docs/helm.md, "Scaling with the operator"): its own namespace
  * (POD_NAMESPACE, else the kubeconfig context's, else `default`), where the Lease lives; the
  * namespace it watches (TINTYPE_CONTROLLER_NAMESPACE, else its own); the Lease holder's name
  * (POD_NAME, else one no other replica can share); the Lease's name (TINTYPE_CONTROLLER_LEASE, else

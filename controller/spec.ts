@@ -1,5 +1,5 @@
 /**
- * The RenderPool resource as the controller reads it (README, "The operator"): group, version,
+ * The RenderPool resource as the controller reads it (docs/helm.md, "Scaling with the operator"): group, version,
  * names, and the spec's defaults and bounds. charts/tintype/crds/renderpools.tintype.dev.yaml (the CRD's one home) states the
  * same in the API server's terms; test/controller/crd.test.ts holds the two together.
  */

@@ -1,5 +1,5 @@
 /**
- * The RenderPool's status and its conditions (README, "Reading kubectl get rp"): figures from the
+ * The RenderPool's status and its conditions (docs/helm.md, "Reading `kubectl get rp`"): figures from the
  * last reading and decision, and three conditions in the metav1.Condition shape. A condition's
  * lastTransitionTime moves only when its status does, so an unchanged pool writes nothing.
  */

@@ -2,7 +2,7 @@
  * One canonical line per request or tunnel (docs/architecture.md §7 rule 6): what kind of request, whether
  * it was refused and why, whether it named a render, the status answered and how long it took.
  * Never the URL, host, address or render token. The same decision feeds the metrics, whose
- * labels are bounded vocabularies (README "Telemetry").
+ * labels are bounded vocabularies (docs/operations.md "Telemetry").
  */
 import { REJECT_REASONS, type RejectReason } from '../lib/errors.ts';
 import type { Logger } from '../lib/log.ts';

@@ -23,7 +23,7 @@ export function writeError(res: ServerResponse, error: ServiceError, extra: Head
   writeJson(res, a.status, a.headers, a.body, extra);
 }
 
-/** Writes a 404 or 405 for paths outside the API (README, decisions where the spec is silent). */
+/** Writes a 404 or 405 for paths outside the API (docs/decisions.md). */
 export function writeNotFound(res: ServerResponse): void {
   writeError(res, new ServiceError('not_found'));
 }

@@ -3,7 +3,7 @@
  * the size is announced (`content-length`) or only discovered while a chunked body streams in
  * (spec Part 8); past the limit, bytes are read and dropped so the client can still read its
  * 413. A reader may also count what it holds against a budget shared with other readers (the
- * edge's bodies whose key is not yet checked, README "Security") and bound the time the whole
+ * edge's bodies whose key is not yet checked, docs/security.md "The meter's walls") and bound the time the whole
  * body may take. `drain()` is the one way a role drops a body it will not read.
  */
 import type { IncomingMessage } from 'node:http';

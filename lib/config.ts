@@ -1,5 +1,5 @@
 /**
- * The one place that reads process.env. Every setting of README "Settings" and
+ * The one place that reads process.env. Every setting of docs/operations.md "Settings" and
  * the role-specific ones is parsed once, validated and frozen; a bad value throws a
  * ConfigError naming the variable and what it accepts, and the command stops with it.
  */
@@ -13,13 +13,13 @@ export class ConfigError extends Error {
 
 export type Isolation = 'netns' | 'pod';
 
-/** The render budget when `TINTYPE_RENDER_TIMEOUT_MS` is unset (README, Settings). */
+/** The render budget when `TINTYPE_RENDER_TIMEOUT_MS` is unset (docs/operations.md "Settings"). */
 export const DEFAULT_RENDER_TIMEOUT_MS = 30_000;
 
 /** Request bodies the embedded edge holds before their key is checked, when `TINTYPE_EDGE_MAX_BUFFERED_BYTES` is unset (64 MiB). */
 export const DEFAULT_EDGE_MAX_BUFFERED_BYTES = 67_108_864;
 
-/** The uid and gid Chromium runs under in netns isolation when the renderer is root (README "Chromium isolation"). */
+/** The uid and gid Chromium runs under in netns isolation when the renderer is root (docs/security.md "Chromium isolation"). */
 export const DEFAULT_CHROMIUM_UID = 10_999;
 
 export interface Config {

@@ -1,5 +1,5 @@
 /**
- * Signed leases (README "Security"): policy grants a lease as a token that names the lease id,
+ * Signed leases (docs/security.md "The meter's walls"): policy grants a lease as a token that names the lease id,
  * the key id, the operation and the expiry, with an HMAC-SHA256 over those four under
  * `TINTYPE_LEASE_SECRET`. The renderer checks the token before any work and policy checks it
  * again on settle, so reaching a renderer's or policy's port is not enough to render or to

@@ -1,5 +1,5 @@
 /**
- * State under TINTYPE_DATA_DIR is readable by the service's user alone (README, "Files and
+ * State under TINTYPE_DATA_DIR is readable by the service's user alone (docs/operations.md, "Files and
  * modes"): the key database holds key hashes and usage, the file cache other callers' renders.
  * Directories are 0700 and files 0600 whatever the process umask is; a directory or file left
  * by an older version with wider modes is narrowed when the process owns it.

@@ -1,5 +1,5 @@
 /**
- * What crosses between a renderer and the operator (README, "The operator"): the renderer's
+ * What crosses between a renderer and the operator (docs/helm.md, "Scaling with the operator"): the renderer's
  * admin port answers `GET /state` with its slots, and the controller reads it every poll to
  * decide how many renderers the pool needs.
  *
@@ -23,7 +23,7 @@ export const STATE_PATH = '/state';
  * controller` measured the trade: a shorter span answers fewer requests `busy` but keeps more
  * pods (its readings are noisier, and the down window holds their highest), a longer one the
  * reverse; at 10 s the operator answers fewer `busy` than the HPA on CPU on fewer pod-seconds,
- * with room to spare (README, "The operator").
+ * with room to spare (docs/helm.md, "Scaling with the operator").
  */
 export const BUSY_MEAN_WINDOW_MS = 10_000;
 

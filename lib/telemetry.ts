@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry set-up (README "Telemetry"): the NodeSDK with an OTLP/HTTP trace exporter when an
+ * OpenTelemetry set-up (docs/operations.md "Telemetry"): the NodeSDK with an OTLP/HTTP trace exporter when an
  * endpoint is configured, off otherwise. W3C `traceparent` is the only propagation, so a trace
  * runs edge ▸ policy ▸ renderer ▸ browser. Spans are made with `trace.getTracer('tintype')` in
  * each role; their attributes never carry a URL, HTML or key. Traces only: metrics are

@@ -105,7 +105,7 @@ export function createPolicy(o: PolicyOptions): Policy {
 
 /**
  * Whether a settled outcome writes a usage record. A 400 and a 503 write none (docs/architecture.md §6,
- * spec Part 8 rule 4: "503s write no usage"; README "Usage ledger"); they still
+ * spec Part 8 rule 4: "503s write no usage"; docs/operations.md "Usage ledger"); they still
  * close the lease. A 422 is recorded, not metered (Part 8 rule 8 leaves it open). Everything
  * else is recorded, metered or not as settleIsMetered says.
  */

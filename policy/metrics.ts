@@ -1,4 +1,4 @@
-/** Policy's Prometheus series (README "Telemetry"). Labels are bounded: operation, outcome, result. */
+/** Policy's Prometheus series (docs/operations.md "Telemetry"). Labels are bounded: operation, outcome, result. */
 import { Registry } from '../lib/metrics.ts';
 
 export function policyMetrics(registry: Registry = new Registry()) {

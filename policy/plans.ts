@@ -1,5 +1,5 @@
 /**
- * Plans: the limits a key is held to (README "Settings"; spec Part 8 "Monthly quota", "Per-key burst
+ * Plans: the limits a key is held to (docs/operations.md "Plans"; spec Part 8 "Monthly quota", "Per-key burst
  * limit", "Concurrent renders per key"). Built in, overridable by a JSON file named in
  * TINTYPE_PLANS; a bad file stops start-up with a message naming the field.
  */
@@ -18,7 +18,7 @@ export interface Plan {
 
 export type Plans = Readonly<Record<string, Readonly<Plan>>>;
 
-/** README "Settings". */
+/** docs/operations.md "Plans". */
 export const BUILT_IN_PLANS: Plans = Object.freeze({
   free: Object.freeze({ monthlyQuota: 100, perMinute: 60, concurrentRenders: 1 }),
   starter: Object.freeze({ monthlyQuota: 2_000, perMinute: 120, concurrentRenders: 2 }),

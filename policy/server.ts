@@ -5,7 +5,7 @@
  *
  * Denials are the exact client answer and always 4xx, because Envoy turns a 5xx from the
  * authorization server into an error of its own. The one 5xx policy gives is the fail-closed
- * `503 busy` when the store cannot answer; README "Policy" says how envoy.yaml carries it to
+ * `503 busy` when the store cannot answer; docs/operations.md "Policy" says how envoy.yaml carries it to
  * the client.
  */
 import http from 'node:http';
@@ -41,7 +41,7 @@ import { leaseKeys } from '../lib/lease.ts';
 import { listen } from '../lib/listen.ts';
 
 export const DEFAULT_POLICY_PORT = 8081;
-/** Policy's admin port: metrics, probes and the usage report (README "Reading usage"). */
+/** Policy's admin port: metrics, probes and the usage report (docs/operations.md "Reading usage"). */
 export const POLICY_ADMIN_PORT = 9081;
 /** How long policy keeps an idle client connection; an edge drops its idle ones sooner (the client side lets go first). */
 export const POLICY_KEEP_ALIVE_MS = 120_000;
@@ -79,7 +79,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   const clock = o.clock ?? systemClock;
   const metrics = policyMetrics(o.registry);
   const policy = createPolicy({ store, plans, clock, leaseTtlMs: config.renderTimeoutMs + config.leaseGraceMs });
-  // Leases go out signed and settle only with their signature (README "Security").
+  // Leases go out signed and settle only with their signature (docs/security.md "The meter's walls").
   const leases = leaseKeys(requireLeaseSecrets(config));
   let started = false;
   let storeOk = false;
@@ -170,7 +170,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
         }
         logger.debug('check', { operation, outcome, key: d.allow ? d.keyId : undefined });
       } catch (err) {
-        // Fail closed: nothing granted, nothing metered (README "Stores").
+        // Fail closed: nothing granted, nothing metered (docs/operations.md "Stores").
         outcome = 'busy';
         storeOk = false;
         metrics.storeErrors.inc();

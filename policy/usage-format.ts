@@ -1,5 +1,5 @@
 /**
- * The usage report written out (README "Reading usage"): a table for people, CSV for billing
+ * The usage report written out (docs/operations.md "Reading usage"): a table for people, CSV for billing
  * jobs (RFC 4180, UTF-8, a header row, one row per key and month, column names that never
  * change meaning), and JSON (the same document the admin port answers).
  */
@@ -8,12 +8,12 @@ import { OPERATION_NAMES, type KeyUsage, type UsageReport } from './usage-report
 export const FORMATS = ['table', 'csv', 'json'] as const;
 export type UsageFormat = (typeof FORMATS)[number];
 
-/** Statuses and error codes the ledger records (README "Usage ledger"), each a CSV column of its own. */
+/** Statuses and error codes the ledger records (docs/operations.md "Usage ledger"), each a CSV column of its own. */
 const CSV_STATUSES = ['200', '422', '499', '502', '504'] as const;
 const CSV_ERRORS = ['url_rejected', 'render_failed', 'render_too_large', 'render_timeout'] as const;
 
 /**
- * The CSV columns, in order. Documented in the README; a column is only ever added at the end,
+ * The CSV columns, in order. Documented in docs/operations.md "Reading usage"; a column is only ever added at the end,
  * never renamed, removed or moved.
  */
 export const CSV_COLUMNS: ReadonlyArray<readonly [name: string, value: (month: string, k: KeyUsage) => string | number | null]> = [

@@ -1,6 +1,6 @@
 /**
  * `GET /usage?month=YYYY-MM[&key=ID]` on an admin listener, never on a port callers or renderers
- * reach (README "Reading usage"): the report as JSON, the same document as
+ * reach (docs/operations.md "Reading usage"): the report as JSON, the same document as
  * `tintype usage --format json`. Bad input is 400 (404 for an unknown key) with a message; a
  * store that cannot answer is 503 `busy`. One report is read at a time: a month of millions
  * of records takes seconds, and a second one asked meanwhile is told to come back.

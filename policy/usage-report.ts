@@ -1,5 +1,5 @@
 /**
- * The usage report (README "Reading usage"): per key and UTC month, what the ledger holds,
+ * The usage report (docs/operations.md "Reading usage"): per key and UTC month, what the ledger holds,
  * folded from a read-only snapshot of the store. Pure: the snapshot comes from a reader
  * (usage-reader.ts), the plans from the settings, so both stores give the same report.
  */

@@ -25,7 +25,7 @@ export interface RendererRole extends Lifecycle {
 /** How `tintype start` embeds the role; `tintype renderer` uses the defaults. */
 export interface RendererRoleOptions {
   registry?: Registry;
-  /** Interface to listen on; all when omitted. `tintype start` passes 127.0.0.1 (README "Security"). */
+  /** Interface to listen on; all when omitted. `tintype start` passes 127.0.0.1 (docs/operations.md "The renderer"). */
   host?: string;
   /** Start the role's own guard on a private unix socket even when GUARD_URL is set. */
   ownGuard?: boolean;

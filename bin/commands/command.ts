@@ -23,7 +23,7 @@ export function helpText(o: { synopsis: string[]; about: string; options?: Array
     'options:',
     ...options.map(([flag, what]) => `  ${flag.padEnd(width)}  ${what}`),
     '',
-    'settings (environment variables; README "Settings"):',
+    'settings (environment variables; docs/operations.md#settings):',
     ...(o.settings.length === 0 ? ['  none'] : wrap(o.settings.join(', '), 96).map((l) => `  ${l}`)),
     '',
   ].join('\n');

@@ -21,7 +21,7 @@ export const policyCommand: Command = {
   async run() {
     const config = loadConfig();
     const logger = createLogger('policy', { level: config.logLevel });
-    // Before the server exists, so its `authz` and `settle` spans are exported (README "Telemetry");
+    // Before the server exists, so its `authz` and `settle` spans are exported (docs/operations.md "Telemetry");
     // a no-op without OTEL_EXPORTER_OTLP_ENDPOINT.
     const telemetry = await startTelemetry(config, 'policy');
     const registry = new Registry();

@@ -78,7 +78,7 @@ export const startCommand: Command = {
         port: config.adminPort ?? START_ADMIN_PORT,
         registries: [registry],
         ready: () => edge.healthy() && policy.healthy() && renderer.ready(),
-        // Policy's usage report, on this admin listener only (README "Reading usage").
+        // Policy's usage report, on this admin listener only (docs/operations.md "Reading usage").
         routes: {
           [USAGE_PATH]: usageHandler({ reader: openUsageReader(config), plans: policy.plans, clock: systemClock, logger: createLogger('policy', { level: config.logLevel }) }),
         },

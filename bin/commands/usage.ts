@@ -1,5 +1,5 @@
 /**
- * `tintype usage [--month YYYY-MM] [--key ID] [--format table|csv|json]` (README "Reading
+ * `tintype usage [--month YYYY-MM] [--key ID] [--format table|csv|json]` (docs/operations.md "Reading
  * usage"): the ledger per key for one UTC month, read-only, on a running service or not. Bad
  * input is one line on stderr and exit status 2, with nothing on stdout; the report is written
  * only once it is whole. Wiring only: the work is in policy/usage-*.ts.
@@ -18,7 +18,7 @@ export const usageCommand: Command = {
     synopsis: ['tintype usage [--month YYYY-MM] [--key ID] [--format table|csv|json]'],
     about: 'Per key, for one UTC month: metered calls, calls by operation, cache hits and renders, answers by status and error ' +
       'code, unsettled (expired) leases, the plan\'s quota and what is left. Read-only: it takes no write lock and works while ' +
-      'policy runs. CSV columns are listed in the README ("Reading usage"). Bad input exits with status 2.',
+      'policy runs. CSV columns are listed in docs/operations.md#reading-usage. Bad input exits with status 2.',
     options: [
       ['--month YYYY-MM', 'the UTC month (default: this one)'],
       ['--key ID', 'one key only (default: every key of the month)'],

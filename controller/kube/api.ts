@@ -37,7 +37,7 @@ export interface KubeApi {
   contextNamespace(): string | undefined;
 }
 
-/** Loads credentials the way the README describes: a kubeconfig file, else in-cluster. */
+/** Loads credentials the way docs/operations.md "Settings" describes (KUBECONFIG): a kubeconfig file, else in-cluster. */
 export function loadKubeConfig(options: { kubeconfig?: string | undefined; inCluster: boolean }): KubeConfig {
   const kc = new KubeConfig();
   if (options.kubeconfig !== undefined) kc.loadFromFile(options.kubeconfig);

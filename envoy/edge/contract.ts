@@ -60,7 +60,7 @@ export const REQUEST_TIMEOUT_MS = 60_000;
  */
 export const MAX_REQUEST_HEADER_BYTES = 16_384;
 
-/** Client connections the edge holds at once (README, "The edge"); past it a new connection is closed at once. */
+/** Client connections the edge holds at once (docs/operations.md, "The edge"); past it a new connection is closed at once. */
 export const MAX_CONNECTIONS = 1024;
 
 /**
@@ -76,7 +76,7 @@ export const RETRY = {
 
 /**
  * The answers the edge writes itself, by status, with the spec's bodies (spec Part 7; 404, 408
- * and 431 are decisions where the spec is silent, README). 400: a request that is not valid
+ * and 431 are decisions where the spec is silent, docs/decisions.md). 400: a request that is not valid
  * HTTP, or one Envoy's hygiene refuses (a header name with `_`, an escaped slash in the path).
  */
 export const LOCAL_REPLIES: Readonly<Record<number, Readonly<Record<string, unknown>>>> = {

@@ -4,7 +4,7 @@
  * rule 5) ▸ ext_authz to policy (deny: policy's answer as is) ▸ route to the renderer with the
  * lease ▸ the rate-limit position on every answer that has one (spec 2.1). `/openapi.json` is
  * public (spec Part 9). Metrics and probes live on the admin listener, never here.
- * What a stranger can hold is bounded (README "Security"): connections, the time headers and
+ * What a stranger can hold is bounded (docs/security.md "The meter's walls"): connections, the time headers and
  * body may take (408 `request_timeout`), and the bytes of bodies not yet authorized (503 `busy`).
  */
 import http from 'node:http';

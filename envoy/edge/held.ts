@@ -1,5 +1,5 @@
 /**
- * The bytes of request bodies the edge holds before their key is checked (README "Security"):
+ * The bytes of request bodies the edge holds before their key is checked (docs/security.md "The meter's walls"):
  * the 413 comes before any key lookup, so until policy has answered, a body is a stranger's
  * memory. One budget for the whole edge; a request that would pass it is 503 `busy` at once.
  */

@@ -1,4 +1,4 @@
-/** Picks the backend from the settings: PostgreSQL when DATABASE_URL is set, else SQLite in the data dir (README "Settings"). */
+/** Picks the backend from the settings: PostgreSQL when DATABASE_URL is set, else SQLite in the data dir (docs/operations.md "Settings"). */
 import type { Config } from '../../lib/config.ts';
 import { openPostgresStore } from './postgres.ts';
 import { openSqliteStore } from './sqlite.ts';

@@ -218,7 +218,7 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
     `,
   },
   {
-    // `tintype usage` reads a key's month as one range of this index (README "Reading usage");
+    // `tintype usage` reads a key's month as one range of this index (docs/operations.md "Reading usage");
     // it replaces usage_key_month, whose prefix it keeps. IF NOT EXISTS: an operator with a
     // large ledger builds it first with CREATE INDEX CONCURRENTLY under this name, so the
     // migration does not block the ledger's writes while it builds.
@@ -229,7 +229,7 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
     `,
   },
   {
-    // The ledger counted as it is written (README "Reading usage"): one row per key, month and
+    // The ledger counted as it is written (docs/operations.md "Reading usage"): one row per key, month and
     // kind of record (operation, status, error, cache, metered, outcome) with how many records
     // of that kind the ledger holds, kept by a trigger in the transaction that writes the
     // ledger, so the two always agree. `tintype usage` reads a month from here, some tens of

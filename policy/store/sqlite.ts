@@ -133,9 +133,9 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
   },
   {
     // `tintype usage` reads a key's month as one range of this index and never the table
-    // (README "Reading usage"); it replaces usage_key_month, whose prefix it keeps. Building it
-    // on a large ledger holds the write lock for the build: see the README for an upgrade
-    // that builds it ahead.
+    // (docs/operations.md "Reading usage"); it replaces usage_key_month, whose prefix it keeps. Building it
+    // on a large ledger holds the write lock for the build: upgrade a large ledger at a quiet
+    // hour (docs/helm.md "Upgrade").
     version: 4,
     sql: `
       CREATE INDEX IF NOT EXISTS usage_key_month_tally ON usage (key_id, month, operation, status, error, cache, metered, outcome);
@@ -143,7 +143,7 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
     `,
   },
   {
-    // The ledger counted as it is written (README "Reading usage"): one row per key, month and
+    // The ledger counted as it is written (docs/operations.md "Reading usage"): one row per key, month and
     // kind of record (operation, status, error, cache, metered, outcome) with how many records
     // of that kind the ledger holds, kept by triggers in the transaction that writes the
     // ledger, so the two always agree. `tintype usage` reads a month from here, some tens of

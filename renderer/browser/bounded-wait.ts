@@ -1,6 +1,6 @@
 /**
  * Waiting with a bound: until a render's signal aborts, or until a time passes. Every wait of
- * the pool is bounded so a render never outlives its budget (README, "Slots and supervision").
+ * the pool is bounded so a render never outlives its budget (docs/operations.md, "Slots and supervision").
  */
 
 /** Settles like `promise`, or rejects with the signal's reason as soon as it aborts. */

@@ -1,6 +1,6 @@
 /**
  * The time-weighted mean of the pool's busy slots over a trailing window, the `busyMean` of
- * `/state` (lib/state-contract.ts; README, "The operator"). Exact, not sampled: it keeps the
+ * `/state` (lib/state-contract.ts; docs/helm.md, "Scaling with the operator"). Exact, not sampled: it keeps the
  * moments the count changed inside the window and integrates between them. Times are given by
  * the caller (milliseconds of a monotonic clock), so it is tested on a fake clock.
  */

@@ -1,5 +1,5 @@
 /**
- * netns isolation: the filesystem Chromium sees (README "Chromium isolation"). The launcher
+ * netns isolation: the filesystem Chromium sees (docs/security.md "Chromium isolation"). The launcher
  * gives Chromium a mount namespace of its own whose root is a fresh tmpfs holding only what a
  * browser needs, read-only from the host: /usr, /etc, the /bin, /sbin and /lib links (or
  * directories), the fontconfig cache and Chromium's own directory. /dev holds the five harmless

@@ -1,6 +1,6 @@
 /**
- * The Chromium pool: isolation, slots, supervision and the start-up self-test (README,
- * "Slots and supervision"). The operations code against these exports; keep them stable.
+ * The Chromium pool: isolation, slots, supervision and the start-up self-test (docs/operations.md,
+ * "Slots and supervision"; docs/security.md "Start-up self-test"). The operations code against these exports; keep them stable.
  */
 export type {
   BrowserPool,

@@ -1,5 +1,5 @@
 /**
- * What walls Chromium in, behind one interface (README, "Chromium isolation"; docs/architecture.md
+ * What walls Chromium in, behind one interface (docs/security.md "Chromium isolation"; docs/architecture.md
  * §3): `netns` (netns-isolation.ts) or `pod` (pod-isolation.ts), as `TINTYPE_ISOLATION` says
  * (pool.ts chooses). An isolation decides who Chromium runs as and whether its own sandbox can
  * run, how its relays reach the guard, and how one browser is launched behind it; the supervisor

@@ -1,5 +1,5 @@
 /**
- * `netns` isolation (README, "Chromium isolation"; docs/architecture.md §3): each Chromium in
+ * `netns` isolation (docs/security.md "Chromium isolation"; docs/architecture.md §3): each Chromium in
  * network and PID namespaces of its own with only loopback, jailed in a mount namespace as an
  * unprivileged user (netns-launcher.ts, chromium-jail.ts); its relays run inside and reach the
  * guard through one unix socket, bridged to `GUARD_URL` when the guard has no socket here

@@ -1,5 +1,5 @@
 /**
- * `pod` isolation (README, "Chromium isolation"; docs/architecture.md §3): in Kubernetes, where Pod
+ * `pod` isolation (docs/security.md "Chromium isolation"; docs/architecture.md §3): in Kubernetes, where Pod
  * Security `restricted` forbids making namespaces, the pod is the namespace and a NetworkPolicy
  * its wall. Chromium shares the renderer's network, uid and PID namespace; its relays run in
  * this process and dial the guard over TCP (`GUARD_URL`), or its socket.

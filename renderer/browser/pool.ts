@@ -1,5 +1,5 @@
 /**
- * The Chromium pool (README, "Slots and supervision"; docs/architecture.md §3): a bounded number
+ * The Chromium pool (docs/operations.md, "Slots and supervision"; docs/architecture.md §3): a bounded number
  * of render slots (503 `busy` at once when all are taken, no queue) on the supervisor's current
  * browser, behind the isolation's walls. A render takes a prepared page, runs its work and gives
  * the page back; its scope bounds and cleans up the rest. Nothing renders until the self-test passed.

@@ -1,7 +1,7 @@
 /**
- * One render's scope (README, "Slots and supervision"; spec Part 7 `render_timeout`,
+ * One render's scope (docs/operations.md, "Slots and supervision"; spec Part 7 `render_timeout`,
  * `render_failed`): its abort signal (the deadline, the client going away, its browser or page
- * dying), its tally of the guard's refusals, and its `browser.context` span (README, "Telemetry"),
+ * dying), its tally of the guard's refusals, and its `browser.context` span (docs/operations.md, "Telemetry"),
  * from asking for a context to the context's close. Everything it sets up, end() takes down.
  */
 import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';

@@ -2,7 +2,7 @@
  * Whether Chromium's own sandbox can run here, decided once when the pool starts. On Linux
  * without a setuid helper (Debian ships none) the sandbox is made of user namespaces, and
  * Chromium refuses it outright when its uid is 0. Where it cannot be had, Chromium is started
- * with --no-sandbox and the pool says why once, at start (README "Chromium isolation").
+ * with --no-sandbox and the pool says why once, at start (docs/security.md "Chromium isolation").
  */
 import { spawnSync } from 'node:child_process';
 import type { Isolation } from '../../lib/config.ts';

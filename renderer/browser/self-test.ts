@@ -1,5 +1,5 @@
 /**
- * The start-up self-test (README "Start-up self-test"; spec Part 7 `guard_unverified`):
+ * The start-up self-test (docs/security.md "Start-up self-test"; spec Part 7 `guard_unverified`):
  * before the first render the renderer proves the walls hold. Canary listeners open on loopback
  * and on other local addresses; a page written with setContent (no server the guard allows)
  * tries to reach them every way a page can: sub-resources, frames, client-side redirects (meta

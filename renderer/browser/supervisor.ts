@@ -1,5 +1,5 @@
 /**
- * The browser supervisor (README, "Slots and supervision"; docs/architecture.md §6): one current
+ * The browser supervisor (docs/operations.md, "Slots and supervision"; docs/architecture.md §6): one current
  * Chromium, launched behind the isolation's walls; replaced after `TINTYPE_RECYCLE_AFTER_RENDERS`
  * renders or past `TINTYPE_BROWSER_MAX_RSS_MB` (the replacement launched while the old one
  * drains), and replaced at once when it crashes, with back-off when a launch fails. A browser

@@ -1,5 +1,5 @@
 /**
- * The supervision timers of the pool (README, "Slots and supervision": the memory look, the
+ * The supervision timers of the pool (docs/operations.md, "Slots and supervision": the memory look, the
  * relaunch back-off, the self-test retry). None holds the process open; stop clears them all.
  */
 export class Timers {

@@ -1,5 +1,5 @@
 /**
- * The browser pool's public surface, as the operations code it (README, "Slots and supervision").
+ * The browser pool's public surface, as the operations code it (docs/operations.md, "Slots and supervision").
  * Keep it stable: operations, the server and the bench are written against it.
  */
 import type { Page, Browser, LaunchOptions } from 'puppeteer-core';

@@ -1,5 +1,5 @@
 /**
- * Whether the walls are proven (README, "Start-up self-test"; spec Part 7 `guard_unverified`):
+ * Whether the walls are proven (docs/security.md "Start-up self-test"; spec Part 7 `guard_unverified`):
  * the self-test runs until it passes; a guard that stops answering after it passed is lost, and
  * the self-test runs again until it passes. Says the guard's state as the operator reads it.
  */

@@ -1,5 +1,5 @@
 /**
- * The file render cache under TINTYPE_DATA_DIR (spec Part 8: 24-hour lifetime; README "Settings").
+ * The file render cache under TINTYPE_DATA_DIR (spec Part 8: 24-hour lifetime; docs/operations.md "Settings").
  * Each entry is one file named by a hash of its key, written to a temporary name and renamed,
  * so a reader never sees half an entry. The total size is bounded (TINTYPE_CACHE_MAX_BYTES):
  * past it, the oldest entries go first. Expiry is read against an injected clock. The most

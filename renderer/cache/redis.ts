@@ -1,5 +1,5 @@
 /**
- * The shared render cache in Redis, chosen when REDIS_URL is set (README "Settings"). Entries
+ * The shared render cache in Redis, chosen when REDIS_URL is set (docs/operations.md "Settings"). Entries
  * expire in Redis itself (SET … PX, spec Part 8: 24 hours). A Redis that is down or slow makes
  * a miss and a skipped store, never a failed render.
  */

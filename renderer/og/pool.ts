@@ -1,5 +1,5 @@
 /**
- * The drawing pool (speed: README "Performance and sizing"): drawing a card blocks its thread for milliseconds, so cards
+ * The drawing pool (speed: docs/performance.md): drawing a card blocks its thread for milliseconds, so cards
  * are drawn on worker threads, never on the event loop that serves requests. Everything is
  * bounded: threads, the queue (one more card is 503 `busy`, spec Part 7) and
  * each card's time from arrival to answer (waiting included). A thread that crashes or overruns

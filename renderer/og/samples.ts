@@ -1,5 +1,5 @@
 /**
- * Sample texts of the OG card in the scripts spec 4.5 rule 6 names, and hostile texts (the README's OG section:
+ * Sample texts of the OG card in the scripts spec 4.5 rule 6 names, and hostile texts (the kinds below:
  * 120 wide characters, 120 narrow ones, one unbroken 120-character word, mixed scripts, RTL,
  * combining marks, ZWJ, emoji, code points above U+FFFF). Shared by the gallery command, the
  * tests and the benchmark, so all three look at the same cards. Every text is within its ceiling.

@@ -66,7 +66,7 @@ export function createOperations(deps: OperationDeps): RenderOperations {
         operation: 'pdf', key: pdfKey(req), contentType: 'application/pdf',
         ...(req.url !== undefined ? { url: req.url } : {}),
         // The html form meets sub-resources as html-to-image does (4.4 rule 2), so a render that
-        // fails with refusals in it is the same 422 as 4.3 rule 5 (README, "Decisions").
+        // fails with refusals in it is the same 422 as 4.3 rule 5 (docs/decisions.md).
         refusalFailsRender: req.url === undefined, deadline: by, signal: scope.signal,
         work: (ctx) => pdfWork(ctx, req, by, deps.maxOutputBytes),
       });

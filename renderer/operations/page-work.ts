@@ -16,7 +16,7 @@ import type { RenderContext } from './types.ts';
 /**
  * `networkidle` is puppeteer's `networkidle0`: no connection for 500 ms. `networkidle2` would
  * call a page idle with two requests still hanging, which is not what a caller waiting for the
- * network to go quiet asks for (README, "Decisions").
+ * network to go quiet asks for (docs/decisions.md).
  */
 export const LIFECYCLE: Readonly<Record<WaitUntil, PuppeteerLifeCycleEvent>> = {
   load: 'load',
@@ -44,7 +44,7 @@ export function asServiceError(err: unknown): ServiceError | unknown {
  * reset, no connect or no answer in the guard's time). Chromium would render the guard's short
  * text as if it were the page; it is 502 `render_failed` instead, as an https target whose tunnel
  * fails already is. Not 504 `render_timeout`: the render budget did not run out, the target did
- * (README, "Decisions"). Read on `http:` answers alone: the guard forwards those itself and drops
+ * (docs/decisions.md). Read on `http:` answers alone: the guard forwards those itself and drops
  * the header from every target's answer (lib/guard-contract.ts), while an `https:` answer came
  * through a tunnel, where the header could only be the target's own.
  */

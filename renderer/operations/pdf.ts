@@ -52,7 +52,7 @@ export async function pdfWork(ctx: RenderContext, req: PdfRequest, deadline: num
       return await readBounded(stream, maxBytes);
     } catch (err) {
       // Chromium refuses ranges past the last page or backwards ("5-3"): the caller's input, not
-      // a render failure (README, "Decisions").
+      // a render failure (docs/decisions.md).
       if (err instanceof Error && /page range/i.test(err.message)) {
         throw new ValidationFailure([{ path: 'pageRanges', message: 'pageRanges names pages the document does not have' }]);
       }

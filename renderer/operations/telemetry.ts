@@ -1,5 +1,5 @@
 /**
- * Spans of README "Telemetry" (`render` and its children). Attributes carry operation, sizes,
+ * Spans of docs/operations.md "Telemetry" (`render` and its children). Attributes carry operation, sizes,
  * outcome, codes and counts, never a URL, HTML or key. A no-op until bin/ starts the SDK.
  */
 import { SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';

@@ -35,7 +35,7 @@ const STOP_SETTLE_MS = 10_000;
 const SETTLE_RETRY_MS = [200, 1_000];
 /**
  * How long an answer waits for its settle before it leaves anyway. A settle that fails at
- * first goes on retrying after the answer left (README "Metering").
+ * first goes on retrying after the answer left (docs/operations.md "Usage ledger").
  */
 const SETTLE_WAIT_MS = 1_000;
 
@@ -109,7 +109,7 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
     pool, cache, judge: options.judge, maxOutputBytes: config.maxOutputBytes, renderTimeoutMs: config.renderTimeoutMs, now,
   });
   const pendingSettles = new Set<Promise<void>>();
-  // Only a lease policy signed gets any work done (README "Security").
+  // Only a lease policy signed gets any work done (docs/security.md "The meter's walls").
   const leases = leaseKeys(requireLeaseSecrets(config));
 
   const onAnswered = (a: Answered): Promise<void> => {

@@ -1,5 +1,5 @@
 /**
- * The renderer's Prometheus series (README "Telemetry"): renders by operation and outcome, latency,
+ * The renderer's Prometheus series (docs/operations.md "Telemetry"): renders by operation and outcome, latency,
  * slots busy/total, cache hits and misses. Labels come from bounded sets only.
  */
 import type { Counter, Gauge, Histogram, Registry } from '../../lib/metrics.ts';

@@ -2,7 +2,7 @@
  * What every /v1 request carries from arrival to settle (docs/architecture.md §2 "settle"):
  * - the signed lease the edge got from policy (`x-tintype-lease`), checked before any work: a
  *   missing, forged, expired lease or one for another operation is 401 and settles nothing, so
- *   reaching the renderer's port is not enough to render (README "Security");
+ *   reaching the renderer's port is not enough to render (docs/security.md "The meter's walls");
  * - an abort signal that fires when the client goes away before its answer is decided, so the
  *   render stops at once and its slot is freed; such a request settles as 499, which is not
  *   metered (lib/errors.ts isMetered), once the handler let go of its slot;
@@ -11,7 +11,7 @@
  *   access log, before the answer's first byte leaves. The answer waits for that settle, so a
  *   caller that sends its next call as soon as it has this answer finds its concurrency place
  *   free (spec Part 3), and no reader, however slow, outlives its lease unmetered;
- * - the trace context the edge sent (`traceparent`, README "Telemetry"), so the render's spans and the
+ * - the trace context the edge sent (`traceparent`, docs/operations.md "Telemetry"), so the render's spans and the
  *   settle call join the request's trace.
  */
 import { ROOT_CONTEXT, context, propagation } from '@opentelemetry/api';

@@ -1,6 +1,6 @@
 /**
  * The /v1 routes (spec Part 4) and the headers of spec 2.1. Handlers only translate between
- * HTTP and the operations; 404 and 405 for anything else (README, "Decisions").
+ * HTTP and the operations; 404 and 405 for anything else (docs/decisions.md).
  */
 import Router from '@koa/router';
 import type { Middleware } from 'koa';

@@ -13,7 +13,7 @@ t.test('each command has a help text with synopsis, options and settings', async
     t.match(text, new RegExp(`^usage: tintype ${name}\\b`), `${name}: synopsis first`);
     t.match(text, /\noptions:\n {2}/, `${name}: options`);
     t.match(text, /-h, --help/, `${name}: -h and --help`);
-    t.match(text, /\nsettings \(environment variables; README "Settings"\):\n {2}\S/, `${name}: the settings it reads`);
+    t.match(text, /\nsettings \(environment variables; docs\/operations\.md#settings\):\n {2}\S/, `${name}: the settings it reads`);
   }
   t.match(await help('usage'), /--month YYYY-MM[\s\S]*--key ID[\s\S]*--format F[\s\S]*DATABASE_URL, TINTYPE_DATA_DIR, TINTYPE_PLANS/);
   t.match(await help('policy'), /TINTYPE_ADMIN_PORT/);

@@ -66,7 +66,7 @@ t.test('the alerts: no ready renderer or policy, guard unverified, busy by rate,
     // One error, or one failed scrape, pages nobody: every alert holds for minutes, on rates.
     t.ok(seconds(r.for) >= 120, `${r.alert}: for ${r.for}`);
     t.notMatch(r.expr, /increase\(/, `${r.alert}: a rate over a window, not any increase`);
-    t.equal(r.annotations.runbook_url, `docs/helm.md#${r.alert.toLowerCase()}`, `${r.alert}: its runbook section`);
+    t.equal(r.annotations.runbook_url, `https://git.example.com/platform/tintype/-/blob/main/docs/helm.md#${r.alert.toLowerCase()}`, `${r.alert}: its runbook section`);
   }
   const errors = rules.find((r: any) => r.alert === 'TintypeServerErrors');
   t.notMatch(errors.expr, /busy/, '503 busy is not an error to page about');

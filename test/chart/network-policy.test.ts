@@ -1,6 +1,6 @@
 /**
  * The NetworkPolicies, object by object and as a whole: default deny for the release's pods, then
- * only the paths the roles need (README: Deploy with Helm). Each connection is asked of the
+ * only the paths the roles need (docs/helm.md). Each connection is asked of the
  * rendered policies with Kubernetes' semantics (network-policy-eval.ts).
  */
 import t from 'tap';

@@ -1,8 +1,8 @@
 /**
  * Pod Security `restricted` on every pod the chart makes, and what each pod needs to live by it:
  * writable emptyDirs where it writes, probes, grace periods over the render budget, requests and
- * limits (the renderer's memory from the README's sizing), tokens mounted for the controller only;
- * and every tintype role under tini, the image's init (README: Chromium isolation, `pod`).
+ * limits (the renderer's memory from docs/helm.md "Sizing"), tokens mounted for the controller only;
+ * and every tintype role under tini, the image's init (docs/security.md: Chromium isolation, `pod`).
  */
 import path from 'node:path';
 import t from 'tap';

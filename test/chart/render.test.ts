@@ -93,7 +93,7 @@ t.test('NOTES.txt says how to make the first key and call /v1/ping', async (t) =
     t.match(notes, "KEY=$(kubectl -n render exec deployment/tt-policy -- tintype keys create --plan free --name first | sed -n 's/^secret: //p')");
     t.match(notes, /\/v1\/ping -H "authorization: Bearer \$KEY"/);
     t.match(notes, 'helm test tt -n render');
-    // Usage is read on policy's admin port, the one the Deployment names `admin` (README "Reading usage").
+    // Usage is read on policy's admin port, the one the Deployment names `admin` (docs/operations.md "Reading usage").
     const policy: any = (await render(values, [...extra])).find((o) => o.kind === 'Deployment' && o.metadata.name === 'tt-policy');
     const admin = policy.spec.template.spec.containers[0].ports.find((p: any) => p.name === 'admin').containerPort;
     t.equal(admin, 9081);

@@ -100,7 +100,7 @@ for (const values of CI_VALUES) {
       const named = (name: string) => container.ports.find((p: any) => p.name === name)?.containerPort;
       if (listen !== undefined) t.equal(named(role === 'guard' ? 'proxy' : 'http'), listen, `${deployment}: serves on the port the Pod names`);
       t.equal(named('admin'), adminPort, `${deployment}: admin port`);
-      t.equal(adminPort, admin, `${deployment}: the admin port the README names for tintype ${role}`);
+      t.equal(adminPort, admin, `${deployment}: the admin port README "Commands" names for tintype ${role}`);
       for (const probe of ['livenessProbe', 'readinessProbe', 'startupProbe']) {
         const p = container[probe].httpGet.port;
         t.equal(typeof p === 'number' ? p : named(p), adminPort, `${deployment}: ${probe} on the admin port`);

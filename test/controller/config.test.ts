@@ -1,4 +1,4 @@
-/** The operator's settings (README, "Settings"): defaults, bounds and the variable named in a refusal. */
+/** The operator's settings (docs/operations.md, "Settings"): defaults, bounds and the variable named in a refusal. */
 import t from 'tap';
 import { ConfigError, loadConfig } from '../../lib/config.ts';
 

@@ -1,7 +1,7 @@
 /**
  * The RenderPool CRD as a wire contract: what the chart installs must be what the controller
  * reads (controller/spec.ts), and the API server (the loopback one, which applies the CRD's own
- * schema) must default and refuse as the README says.
+ * schema) must default and refuse as docs/helm.md "The RenderPool" says.
  */
 import { readFileSync } from 'node:fs';
 import t from 'tap';

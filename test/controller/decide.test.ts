@@ -1,5 +1,5 @@
 /**
- * The scale decision as a table with a fake clock (README, "How the operator decides"). Each row
+ * The scale decision as a table with a fake clock (docs/helm.md, "How it decides"). Each row
  * is a scenario: the pods' readings, the spec, the count now, and (for the windows) earlier
  * decisions replayed at earlier moments of the same clock.
  */

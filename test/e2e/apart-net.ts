@@ -1,6 +1,6 @@
 /**
  * The network of the roles-apart deployment, built from network namespaces as the chart's
- * NetworkPolicy will draw it (README, "Chromium isolation", `pod`): a switch (a bridge in a
+ * NetworkPolicy will draw it (docs/security.md "Chromium isolation", `pod`): a switch (a bridge in a
  * namespace of its own) joins the guard, policy, the cache, the edge and the renderer pods. Each
  * member has a /32 address and routes to exactly the members it may talk to, so a pod reaches the
  * guard, policy, the cache and (to answer it) the edge, and nothing else: not the other pod, not

@@ -421,8 +421,8 @@ export function contractSuite(deploy: (o: ContractSetup) => Promise<Deployment>)
     }
     const settle = await inTrace('settle');
     t.ok(under(settle, edge.spanId), 'settle (policy) in the same trace, under edge');
-    // README "Telemetry" names a browser.context span too; its own assertion, so its absence reads as such.
-    t.test('browser.context under render (README "Telemetry")', async (t) => {
+    // docs/operations.md "Telemetry" names a browser.context span too; its own assertion, so its absence reads as such.
+    t.test('browser.context under render (docs/operations.md "Telemetry")', async (t) => {
       const s = await receiver.waitFor((x) => x.traceId === traceId && x.name === 'browser.context', 5_000);
       t.ok(s !== undefined && under(s, render.spanId), 'browser.context span under render');
     });

@@ -10,6 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { blocksIn } from '../docs/markdown.ts';
 import { cleanup, startService, type Service } from './service.ts';
 import { startSite, type Site } from './site.ts';
 
@@ -19,10 +20,9 @@ const VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'
 
 /** The first ```sh block of the Quick start section. */
 function quickStart(): string {
-  const section = README.slice(README.indexOf('## Quick start'));
-  const m = /```sh\n([\s\S]*?)```/.exec(section.slice(0, section.indexOf('\n## ', 3)));
-  if (m === null) throw new Error('no sh block in the Quick start section');
-  return m[1]!;
+  const [block] = blocksIn(README, 'Quick start', 'sh');
+  if (block === undefined) throw new Error('no sh block in the Quick start section');
+  return `${block}\n`;
 }
 
 let svc: Service;

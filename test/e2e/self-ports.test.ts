@@ -1,5 +1,5 @@
 /**
- * An address range an operator opens never opens the service itself (README, "The guard"):
+ * An address range an operator opens never opens the service itself (docs/security.md, "The guard"):
  * `tintype start` with 127.0.0.2 opened (GUARD_ALLOW_CIDRS) renders a page on 127.0.0.2 that
  * tries every port the process listens on (public, admin, policy, renderer and its admin) at
  * 127.0.0.2 and at a name resolving to it, with images, iframes, fetch and a redirect. Every try

@@ -1,5 +1,5 @@
 /**
- * What a stranger can hold at the embedded edge before any key is checked (README "Security"):
+ * What a stranger can hold at the embedded edge before any key is checked (docs/security.md "The meter's walls"):
  * the bytes of unauthorized bodies (`TINTYPE_EDGE_MAX_BUFFERED_BYTES`, past it 503 `busy` at
  * once), the time headers and body may take (408 `request_timeout`, then the connection goes),
  * and the number of connections (`TINTYPE_EDGE_MAX_CONNECTIONS`). Against stand-ins for policy

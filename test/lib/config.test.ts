@@ -2,7 +2,7 @@ import t from 'tap';
 import { ConfigError, loadConfig, requireLeaseSecrets } from '../../lib/config.ts';
 import { MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
 
-t.test('defaults follow README "Settings"', async (t) => {
+t.test('defaults follow docs/operations.md "Settings"', async (t) => {
   const c = loadConfig({});
   t.equal(c.slots, 2);
   t.equal(c.renderTimeoutMs, 30_000);

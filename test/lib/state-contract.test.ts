@@ -1,5 +1,5 @@
 /**
- * Reading a renderer's `/state` body (lib/state-contract.ts; README, "The operator"): what is a
+ * Reading a renderer's `/state` body (lib/state-contract.ts; docs/helm.md, "Scaling with the operator"): what is a
  * report, what is not (the pod then counts as unreadable), and what a report without `busyMean`
  * (a renderer from before the field) reads as.
  */

@@ -1,6 +1,6 @@
 /**
  * The wire constants, each in its one home, against the word of the document that fixes it: the
- * spec (Parts 2.1 and 8), docs/architecture.md §2 for what crosses between roles, the README for
+ * spec (Parts 2.1 and 8), docs/architecture.md §2 for what crosses between roles, docs/operations.md "Settings" for
  * the admin paths, and Envoy for the attempt header it sends. Every other test and every role
  * imports these constants, so this is the one place their values are written twice; and the
  * lease-id and render-token forms at their bounds.
@@ -29,7 +29,7 @@ t.test('each constant says what its document says', async (t) => {
     ['architecture §2: the guard\'s own headers', [GUARD_REASON_HEADER, GUARD_FAILURE_HEADER], ['x-guard-reason', 'x-guard-failure']],
     ['architecture §2: the tally path', RENDER_STATS_PATH, '/renders/'],
     ['architecture §2: the state report path', STATE_PATH, '/state'],
-    ['README, Settings: the admin paths', [METRICS_PATH, LIVE_PATH, READY_PATH], ['/metrics', '/healthz/live', '/healthz/ready']],
+    ['docs/operations.md, Settings: the admin paths', [METRICS_PATH, LIVE_PATH, READY_PATH], ['/metrics', '/healthz/live', '/healthz/ready']],
   ];
   for (const [name, actual, word] of rows) t.same(actual, word, name);
 });

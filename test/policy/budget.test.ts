@@ -1,5 +1,5 @@
 /**
- * The store's budget fits inside the edge's ext_authz timeout (README "Stores"; the Envoy config the chart renders):
+ * The store's budget fits inside the edge's ext_authz timeout (docs/operations.md "Stores"; the Envoy config the chart renders):
  * a check whose store is locked fails closed before Envoy gives up on it, and no reservation
  * commits after that. Otherwise a grant nobody received would hold the key's render place,
  * unsettled, until its lease expired.

@@ -1,5 +1,5 @@
 /**
- * The SQLite state is readable by the service's user alone (README, "Files and modes"): the data
+ * The SQLite state is readable by the service's user alone (docs/operations.md, "Files and modes"): the data
  * directory 0700, `policy.sqlite` and its -wal and -shm files 0600, whatever the umask; a
  * directory and files left with wider modes by an older version are narrowed when opened.
  */

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { ConfigError } from '../../lib/config.ts';
 import { BUILT_IN_PLANS, loadPlans, parsePlans } from '../../policy/plans.ts';
 
-t.test('built-in plans are those of README "Settings"', async (t) => {
+t.test('built-in plans are those of docs/operations.md "Plans"', async (t) => {
   t.same(loadPlans(undefined), {
     free: { monthlyQuota: 100, perMinute: 60, concurrentRenders: 1 },
     starter: { monthlyQuota: 2000, perMinute: 120, concurrentRenders: 2 },

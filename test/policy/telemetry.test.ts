@@ -1,5 +1,5 @@
 /**
- * `tintype policy` exports its spans (README "Telemetry"): with OTEL_EXPORTER_OTLP_ENDPOINT pointing at
+ * `tintype policy` exports its spans (docs/operations.md "Telemetry"): with OTEL_EXPORTER_OTLP_ENDPOINT pointing at
  * a loopback receiver, the `authz` span of a check arrives under service `tintype-policy`, in the
  * trace the caller's `traceparent` named, and SIGTERM flushes what is still batched. No key in
  * anything exported.

@@ -1,4 +1,4 @@
-/** A PostgreSQL that cannot be reached: policy still answers, and fails closed (README "Stores"). */
+/** A PostgreSQL that cannot be reached: policy still answers, and fails closed (docs/operations.md "Stores"). */
 import t from 'tap';
 import net from 'node:net';
 import { loadConfig } from '../../lib/config.ts';

@@ -1,7 +1,7 @@
 /**
  * Paints lines of clusters: glyph outlines are scaled, rasterized once per face, glyph, size
  * and quarter-pixel offset, and the coverage masks are cached for the life of the worker
- * (speed: README "Performance and sizing"); emoji are composited as images.
+ * (speed: docs/performance.md); emoji are composited as images.
  */
 import type { Face, OtGlyph } from './faces.ts';
 import { emojiImage } from './emoji.ts';

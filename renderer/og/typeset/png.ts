@@ -3,7 +3,7 @@
  * filter at deflate level 2: the card's long runs of one colour and its rows that repeat the
  * ground deflate well as they are, so this is both faster and smaller than the Sub filter at
  * level 4 (measured on the gallery cards: about half the CPU time, 6% fewer bytes), and several
- * times quicker than pureimage's pngjs path (speed: README "Performance and sizing").
+ * times quicker than pureimage's pngjs path (speed: docs/performance.md).
  * The decoder reads the emoji images and the test goldens: 8-bit, non-interlaced.
  */
 import { deflateSync, inflateSync } from 'node:zlib';

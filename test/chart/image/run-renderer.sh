@@ -3,7 +3,7 @@
 # as the image runs them in a cluster: uid 10001 under tini, a read-only root, writable only
 # /tmp and a memory-backed /dev/shm, TINTYPE_ISOLATION=pod with GUARD_URL, in a network
 # namespace of their own (only loopback). Passes when the renderer's /healthz/ready answers 200,
-# which it does only after its start-up self-test passed (README: Start-up self-test).
+# which it does only after its start-up self-test passed (docs/security.md: Start-up self-test).
 #
 #   test/chart/image/run-renderer.sh DIR
 set -euo pipefail

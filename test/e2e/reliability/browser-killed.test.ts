@@ -1,5 +1,5 @@
 /**
- * Chromium's whole process tree killed during renders (the README's "What it survives"): the
+ * Chromium's whole process tree killed during renders (docs/operations.md "What it survives"): the
  * renders in flight answer 502 `render_failed` (not 504 after their budget), the next render is
  * served by a new Chromium, and no zombie is left.
  */

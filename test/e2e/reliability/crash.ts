@@ -4,7 +4,7 @@
  * every answer finished before the kill is in the ledger exactly once; only a request in flight
  * at the kill can be off: settled before its answer was sent, and the process died before the
  * client had it (metered, not received), or answered after its settle's wait ran out, before the
- * settle committed (lost). The window is inherent to metering at the answer (README "What it
+ * settle committed (lost). The window is inherent to metering at the answer (docs/operations.md "What it
  * survives").
  */
 import { cleanup } from '../service.ts';

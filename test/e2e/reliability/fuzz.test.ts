@@ -1,5 +1,5 @@
 /**
- * Malformed JSON bodies (the README's "What it survives"): a seeded 500 here, ten thousand
+ * Malformed JSON bodies (docs/operations.md "What it survives"): a seeded 500 here, ten thousand
  * in `npm run bench -- soak`. Never a 5xx, never a dropped connection, and the service still
  * renders afterwards.
  */

@@ -1,5 +1,5 @@
 /**
- * Hostile pages (the README's "What it survives"): each answers as said, and neither the
+ * Hostile pages (docs/operations.md "What it survives"): each answers as said, and neither the
  * ordinary render on the other slot nor the one after it is disturbed.
  */
 import t from 'tap';

@@ -1,6 +1,6 @@
 /**
  * Hostile pages, each its own render, with an ordinary render on the other slot at the same time
- * and another one after it: each hostile page answers as the README says, and neither ordinary
+ * and another one after it: each hostile page answers as docs/operations.md "What it survives" says, and neither ordinary
  * render is disturbed (a bounded renderer, not a lucky one).
  */
 import { ordinary, startPageService, type PageService } from './pages.ts';
@@ -15,7 +15,7 @@ interface Hostile {
 
 const page = (body: string): object => ({ html: `<!doctype html><html><body>${body}</body></html>`, width: 320, height: 200 });
 
-/** The pages of the README's "What it survives" table. */
+/** The pages of docs/operations.md "What it survives" table. */
 export const HOSTILE: Hostile[] = [
   {
     name: 'allocates memory without end',

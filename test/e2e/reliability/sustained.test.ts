@@ -1,5 +1,5 @@
 /**
- * Sustained load through `tintype start` (the README's "What it survives"): a short run here, the
+ * Sustained load through `tintype start` (docs/operations.md "What it survives"): a short run here, the
  * long one in `npm run bench -- soak`. The invariants: no 5xx but 503 `busy` or
  * `guard_unverified`, every request answered, no slot or lease held afterwards, and no lease
  * left to expire but one whose grant met the edge's ext_authz timeout.

@@ -1,6 +1,6 @@
 /**
  * The busy count averaged over time (renderer/browser/busy-window.ts), `/state`'s busyMean
- * (README, "The operator"), on a fake clock: a window of 5,000 ms.
+ * (docs/helm.md, "Scaling with the operator"), on a fake clock: a window of 5,000 ms.
  */
 import t from 'tap';
 import { BusyWindow } from '../../../renderer/browser/busy-window.ts';

@@ -1,5 +1,5 @@
 /**
- * Chromium's jail, seen from outside the running service (README "Chromium isolation"): a real
+ * Chromium's jail, seen from outside the running service (docs/security.md "Chromium isolation"): a real
  * `tintype start` in netns isolation, and every Chromium process it runs read from /proc. Each
  * runs as a uid that is neither 0 nor the service's, with its own sandbox on where this machine
  * can make user namespaces, in a mount namespace of its own where the data directory, the

@@ -1,5 +1,5 @@
 /**
- * The start-up self-test (README "Start-up self-test"; spec Part 7 `guard_unverified`): canaries
+ * The start-up self-test (docs/security.md "Start-up self-test"; spec Part 7 `guard_unverified`): canaries
  * on loopback and on another local address, a page that tries every way out, and the check that
  * the canaries saw nothing while the guard counted refusals. Until it passes, every render is
  * `guard_unverified`; with no guard, an open guard or a guard that counts nothing it never passes.

@@ -1,5 +1,5 @@
 /**
- * The pool's span (README "Telemetry"): `browser.context`, a child of the render's active span, from
+ * The pool's span (docs/operations.md "Telemetry"): `browser.context`, a child of the render's active span, from
  * asking for the render's fresh context (a prepared one, or one made on the spot) until that
  * context is closed; it says which (`tintype.prepared`) and carries no URL, HTML or key.
  * Spans are read from the SDK's in-memory exporter (re-exported by @opentelemetry/sdk-node).

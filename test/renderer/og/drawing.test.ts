@@ -117,7 +117,7 @@ t.test('hostile text never throws, overflows or overlaps another slot', async (t
   }
 });
 
-t.test('the hostile set covers every hostile kind the README names', async (t) => {
+t.test('the hostile set covers every hostile kind samples.ts names', async (t) => {
   const cps = (s: string) => [...s].map((c) => c.codePointAt(0)!);
   t.equal([...HOSTILE.wide120!].length, 120, '120 wide characters');
   t.equal([...HOSTILE.narrow120!].length, 120, '120 narrow characters');
