@@ -72,7 +72,7 @@ export interface Config {
   /**
    * How policy comes by its schema: `start` applies the pending migrations as it starts (one
    * machine, `tintype start`); `wait` waits until `tintype migrate` (the chart's hook Job) has
-   * applied them, and needs no DDL rights (docs/helm.md, "Upgrades").
+   * applied them, and needs no DDL rights (docs/helm.md, "Upgrade").
    */
   migrate: 'start' | 'wait';
   /** `tintype envoy-drain`: Envoy's admin API, the wait for the endpoints, and Envoy's drain time. */

@@ -14,7 +14,7 @@ export const envoyDrainCommand: Command = {
     synopsis: ['tintype envoy-drain'],
     about: `Runs beside Envoy and drains it when the pod goes: at SIGTERM, waits TINTYPE_DRAIN_WAIT_S (the endpoints letting go), ` +
       `POSTs /drain_listeners?graceful to Envoy's admin API (TINTYPE_ENVOY_ADMIN_URL, ${ENVOY_ADMIN_URL}) and waits until no ` +
-      'request is in flight or TINTYPE_DRAIN_TIME_S (Envoy\'s --drain-time-s) has passed.',
+      'request is in flight or TINTYPE_DRAIN_TIME_S (Envoy\'s --drain-time-s) has passed (docs/helm.md#rolling-restarts).',
     settings: ['TINTYPE_ENVOY_ADMIN_URL', 'TINTYPE_DRAIN_WAIT_S', 'TINTYPE_DRAIN_TIME_S', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {

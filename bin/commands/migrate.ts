@@ -1,7 +1,7 @@
 /**
  * `tintype migrate [--check] [--timeout-s N]`: applies policy's pending schema migrations, once,
  * with the credentials it is given (DATABASE_URL, a role with DDL rights), so policy itself runs
- * with TINTYPE_MIGRATE=wait and needs none (docs/helm.md, "Upgrades"). The chart runs it as a
+ * with TINTYPE_MIGRATE=wait and needs none (docs/helm.md, "Upgrade"). The chart runs it as a
  * pre-install/pre-upgrade hook Job; without Helm, run it before rolling out a new version.
  * `--check` applies nothing: exit 1 while migrations are pending. Wiring only.
  */
@@ -19,7 +19,7 @@ export const migrateCommand: Command = {
     about: "Applies policy's pending schema migrations (PostgreSQL with DATABASE_URL, else SQLite in TINTYPE_DATA_DIR) " +
       'and prints the versions applied; safe to run again and from several places at once (one runs, the others wait). ' +
       '--check applies nothing and exits 1 while some are pending. Run it before a new version of policy starts: ' +
-      'policy with TINTYPE_MIGRATE=wait waits for it.',
+      'policy with TINTYPE_MIGRATE=wait waits for it (docs/helm.md#upgrade).',
     options: [
       ['--check', 'print the pending versions; exit 0 when none, 1 otherwise'],
       ['--timeout-s N', `how long one migration statement may run (default ${DEFAULT_TIMEOUT_S})`],

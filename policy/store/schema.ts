@@ -1,7 +1,7 @@
 /**
  * Policy waiting for its schema instead of migrating (TINTYPE_MIGRATE=wait, the chart): the
  * migrations run once per upgrade, before the new pods start, in `tintype migrate` with rights of
- * their own (docs/helm.md, "Upgrades"); each pod polls, read-only, until every migration its code
+ * their own (docs/helm.md, "Upgrade"); each pod polls, read-only, until every migration its code
  * knows is applied, and is not ready meanwhile.
  */
 import type { Logger } from '../../lib/log.ts';

@@ -1,5 +1,5 @@
 /**
- * Upgrades (docs/helm.md, "Upgrades"): `tintype migrate` applies the schema once, with its own
+ * Upgrades (docs/helm.md, "Upgrade"): `tintype migrate` applies the schema once, with its own
  * credentials, and policy with TINTYPE_MIGRATE=wait waits for it instead of migrating: it does not
  * listen, and applies nothing, until the migrations its code knows are in. On both stores.
  */

@@ -170,7 +170,7 @@ readinessProbe:
 {{- end -}}
 {{- end -}}
 {{- if not .Values.image.repository -}}
-{{- fail "set image.repository to the tintype image you built and pushed (docs/helm.md, \"The image\"): no public image is published" -}}
+{{- fail "set image.repository to the tintype image you built and pushed (docs/helm.md, \"Install\"): no public image is published" -}}
 {{- end -}}
 {{- $r := .Values.renderer -}}
 {{- if and $r.runtimeClassName (not $r.hostUsers) -}}
@@ -350,7 +350,7 @@ topologySpreadConstraints:
 {{/*
 The checksum of the Secret keys one role reads (.keys), for its pod annotations: a change of those
 keys with `helm upgrade` rolls exactly the roles that read them (docs/helm.md, "Rotating the
-lease key"). The chart's own Secret is summed from the values; an existing Secret from the
+lease secret"). The chart's own Secret is summed from the values; an existing Secret from the
 cluster (lookup), which `helm template` and GitOps tools without cluster access cannot read:
 empty then, and no annotation is written.
 */}}
