@@ -106,7 +106,7 @@ async function rollout(preStop: boolean): Promise<Run> {
   const cluster = policyCluster(envoy);
   const old = await startPod(`old-${preStop}`);
   cluster.join(old);
-  cluster.start();
+  cluster.refresh();
   const checks: Answer[] = [];
   const settles: Answer[] = [];
   let running = true;
@@ -125,15 +125,28 @@ async function rollout(preStop: boolean): Promise<Run> {
   // maxSurge: the new pod first, into the endpoints once ready.
   const next = await startPod(`new-${preStop}`);
   cluster.join(next);
+  cluster.refresh();
   // The old pod is deleted: out of the endpoints; the kubelet runs its preStop, then SIGTERM.
+  // Envoy re-resolves the name at the latest one refresh interval later: then, the worst case.
   const deletedAt = Date.now();
   cluster.leave(old.name);
+  let preStopAnswered = false;
+  let exitedWithinGrace = false;
   if (preStop) {
     const path = String(hook.path);
-    t.equal(await get(old.adminPort, path), 200, `the preStop (GET ${path} on the admin port) answered`);
+    const answered = get(old.adminPort, path).then((s) => { preStopAnswered = true; return s; });
+    await new Promise((r) => setTimeout(r, cluster.timing.refreshMs));
+    t.notOk(preStopAnswered, `the preStop still holds the pod serving when Envoy re-resolves (${cluster.timing.refreshMs} ms)`);
+    cluster.refresh();
+    t.equal(await answered, 200, `the preStop (GET ${path} on the admin port) answered`);
+    exitedWithinGrace = await Promise.race([old.kill('SIGTERM').then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceS * 1000))]);
+  } else {
+    // SIGTERM at once; Envoy still holds the host until its refresh: let a check meet it first.
+    exitedWithinGrace = await old.kill('SIGTERM').then(() => true);
+    const seen = checks.length;
+    while (checks.length < seen + 3) await new Promise((r) => setTimeout(r, 50));
+    cluster.refresh();
   }
-  const exited = old.kill('SIGTERM').then(() => true);
-  const exitedWithinGrace = await Promise.race([exited, new Promise<boolean>((r) => setTimeout(() => r(false), graceS * 1000))]);
   await new Promise((r) => setTimeout(r, 2_000));
   running = false;
   await traffic;

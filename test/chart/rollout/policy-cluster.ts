@@ -7,7 +7,8 @@
  * while healthy (ignore_health_on_host_removal), least request among the healthy hosts, and
  * ext_authz's own rules: its timeout, and `status_on_error` 503 for an error or a 5xx, which the
  * local reply mapper answers as the spec's 503 busy with retry-after. The renderers' settles
- * resolve the same DNS name per connection (no health checks).
+ * resolve the same DNS name per connection (no health checks). The DNS refresh is the caller's
+ * to run (`refresh()`), so a test can put it where Envoy's interval allows it to fall.
  */
 import http from 'node:http';
 
@@ -63,10 +64,7 @@ export function policyCluster(bootstrap: any) {
     req.once('timeout', () => req.destroy());
     req.once('error', () => done(false));
   });
-  const timers = [
-    setInterval(refresh, timing.refreshMs),
-    setInterval(() => { for (const h of hosts.values()) void check(h); }, timing.intervalMs),
-  ];
+  const timers = [setInterval(() => { for (const h of hosts.values()) void check(h); }, timing.intervalMs)];
 
   const send = (port: number, o: { method: string; path: string; headers: Record<string, string>; body?: string }, a: http.Agent, timeoutMs: number): Promise<Answer> =>
     new Promise((resolve, reject) => {
@@ -91,9 +89,8 @@ export function policyCluster(bootstrap: any) {
     leave(name: string): void {
       endpoints.delete(name);
     },
-    start(): void {
-      refresh();
-    },
+    /** Envoy re-resolving the Service's name (every `timing.refreshMs`). */
+    refresh,
     /** ext_authz through Envoy's policy cluster: policy's answer, or 503 busy on an error. */
     async check(path: string, authorization: string): Promise<Answer> {
       const healthy = [...hosts.values()].filter((h) => h.healthy);
