@@ -113,7 +113,7 @@ async function rollout(preStop: boolean): Promise<Run> {
   const traffic = (async () => {
     while (running) {
       const a = await cluster.check('/v1/ping', `Bearer ${key}`);
-      checks.push({ ...a, at: Date.now() } as Answer);
+      checks.push({ ...a, at: Date.now() });
       const lease = a.headers['x-tintype-lease'];
       if (a.status === 200 && typeof lease === 'string') {
         settles.push(await cluster.settle(JSON.stringify({ lease, status: 200 })).catch((err: Error) => ({ status: 0, headers: {}, body: err.message })));
@@ -152,7 +152,7 @@ async function rollout(preStop: boolean): Promise<Run> {
   await traffic;
   cluster.close();
   await next.kill('SIGTERM');
-  const oldServedAfterDeletion = checks.filter((c: any) => c.host === old.name && c.at > deletedAt).length;
+  const oldServedAfterDeletion = checks.filter((c) => c.host === old.name && (c.at ?? 0) > deletedAt).length;
   return { checks, settles, deletedAt, oldServedAfterDeletion, exitedWithinGrace };
 }
 

@@ -254,7 +254,6 @@ the release's namespace only); an empty podSelector means every pod of those nam
 {{- end -}}
 {{- end -}}
 
-
 {{/* The memory limit of a renderer pod, in MiB: flatMiB + perSlotMiB × slots + shmMiB. */}}
 {{- define "tintype.rendererMemoryMiB" -}}
 {{- $v := .Values.renderer -}}
