@@ -8,11 +8,13 @@
  * runs its rendered preStop, then SIGTERM, and it must be gone within its grace period.
  * Meanwhile a client checks and settles without pause: every check is answered 200 (never even a
  * 503 busy), every settle lands, and the ledger meters exactly what was delivered. Without the
- * preStop (SIGTERM at deletion) the same run answers 503 busy: the control.
+ * preStop (SIGTERM at deletion) the same run answers 503 busy: the control. Then the guard, under
+ * steady tunnels, as the renderers reach it through its Service.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -20,6 +22,7 @@ import t from 'tap';
 import { parse } from 'yaml';
 import { ROOT, named, render, type K8sObject } from '../helm.ts';
 import { runTintype, startPolicyProcess, type PolicyProcess } from '../policy/process.ts';
+import { spawnTintype } from '../tintype.ts';
 import { imageConfig, tintypeImage } from './tintype-image.ts';
 import { podPlans } from './wiring/pods.ts';
 import { runMigrationJob } from './wiring/migrate.ts';
@@ -142,7 +145,8 @@ async function rollout(preStop: boolean): Promise<Run> {
     exitedWithinGrace = await Promise.race([old.kill('SIGTERM').then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceS * 1000))]);
   } else {
     // SIGTERM at once; Envoy still holds the host until its refresh: let a check meet it first.
-    exitedWithinGrace = await old.kill('SIGTERM').then(() => true);
+    // (Policy closes its kept-alive connections as it stops, so it is gone at once.)
+    exitedWithinGrace = await Promise.race([old.kill('SIGTERM').then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceS * 1000))]);
     const seen = checks.length;
     while (checks.length < seen + 3) await new Promise((r) => setTimeout(r, 50));
     cluster.refresh();
@@ -181,6 +185,95 @@ t.test('policy restarts under steady traffic: every check answered 200, every se
 t.test('the control: without the preStop, SIGTERM at deletion leaves Envoy checking a pod that is gone: 503 busy', async (t) => {
   const run = await rollout(false);
   const busy = run.checks.filter((c) => c.status === 503);
+  t.ok(run.exitedWithinGrace, 'a stopping policy closes its kept-alive connections and is gone within its grace period');
   t.ok(busy.length > 0, `${busy.length} checks answered 503 busy`);
   for (const b of busy) t.equal(b.headers['retry-after'], '1', 'busy carries retry-after: 1');
+});
+
+/**
+ * The guard's rollout: renderers reach it through its ClusterIP Service (kube-proxy: a new
+ * connection goes to a pod in the endpoints; one already open stays where it is). Each render's
+ * page holds a tunnel for a while; the old pod is deleted while tunnels are open and new ones keep
+ * coming: every tunnel carries its bytes to its end.
+ */
+t.test('the guard restarts under steady tunnel traffic: every tunnel carries its bytes to its end', async (t) => {
+  const rendered = await render('default-values.yaml', ['--set', [
+    `secrets.databaseUrl=postgres://postgres@127.0.0.1:5432/${DB}`, 'secrets.redisUrl=redis://127.0.0.1:6379/9',
+    `secrets.leaseSecret=${randomBytes(32).toString('base64url')}`, `drainWaitSeconds=${DRAIN_WAIT_S}`,
+    // The test's stand-in for a public site lives on a loopback address: opened on purpose.
+    'guard.allowCidrs[0]=127.0.0.5/32',
+  ].join(',')]);
+  const image = { name: tintypeImage('default-values.yaml'), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
+  const plan = podPlans(rendered, image, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' })).find((p) => p.component === 'guard')!;
+  const spec = plan.pod;
+  const hook = plan.container.lifecycle.preStop.httpGet;
+  const env = { ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_DATA_DIR: path.join(dir, 'guard') };
+  const site = net.createServer((c) => c.pipe(c));
+  await new Promise<void>((r) => site.listen(0, '127.0.0.5', r));
+  t.teardown(() => site.close());
+  const sitePort = (site.address() as net.AddressInfo).port;
+
+  const startGuard = (): Promise<{ proc: ReturnType<typeof spawnTintype>; port: number; adminPort: number }> => new Promise((resolve, reject) => {
+    let port = 0;
+    const proc = spawnTintype('guard', env, (line) => {
+      if (line.event === 'guard.listening') port = Number(line.port);
+      if (line.event === 'guard.admin_listening') resolve({ proc, port, adminPort: Number(line.port) });
+    });
+    void proc.exited.then((code) => reject(new Error(`guard exited ${code}`)));
+  });
+  const old = await startGuard();
+  t.teardown(() => old.proc.child.kill('SIGKILL'));
+  /** The Service's endpoints as kube-proxy programs them: where a new connection goes. */
+  let endpoint = old.port;
+  const outcomes: string[] = [];
+  let running = true;
+  /** A render's page: a tunnel through the guard, 6 exchanges 150 ms apart. */
+  const tunnel = async (): Promise<void> => {
+    const socket = await new Promise<net.Socket>((resolve, reject) => {
+      http.request({ host: '127.0.0.1', port: endpoint, method: 'CONNECT', path: `127.0.0.5:${sitePort}`, agent: false })
+        .on('connect', (res, s) => (res.statusCode === 200 ? resolve(s) : reject(new Error(`CONNECT ${res.statusCode}`))))
+        .on('error', reject)
+        .end();
+    });
+    try {
+      for (let i = 0; i < 6; i++) {
+        const echoed = await new Promise<string>((resolve, reject) => {
+          socket.once('data', (d: Buffer) => resolve(d.toString('utf8')));
+          socket.once('close', () => reject(new Error('tunnel closed')));
+          socket.write(`part ${i}`);
+        });
+        if (echoed !== `part ${i}`) throw new Error(`echoed ${echoed}`);
+        await new Promise((r) => setTimeout(r, 150));
+      }
+    } finally {
+      socket.destroy();
+    }
+  };
+  const traffic = (async () => {
+    const open: Array<Promise<void>> = [];
+    while (running) {
+      open.push(tunnel().then(() => { outcomes.push('ok'); }, (err: Error) => { outcomes.push(err.message); }));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await Promise.all(open);
+  })();
+  await new Promise((r) => setTimeout(r, 1_000));
+  const next = await startGuard();
+  t.teardown(() => next.proc.child.kill('SIGKILL'));
+  for (let i = 0; (await get(next.adminPort, '/healthz/ready')) !== 200; i++) {
+    if (i > 600) throw new Error('the new guard never ready');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  // The old pod is deleted: kube-proxy sends new connections to the new pod; the kubelet runs the
+  // rendered preStop on the old one, then SIGTERM, within its grace period.
+  endpoint = next.port;
+  t.equal(await get(old.adminPort, String(hook.path)), 200, 'the preStop answered');
+  old.proc.child.kill('SIGTERM');
+  const exitedWithinGrace = await Promise.race([old.proc.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), spec.terminationGracePeriodSeconds * 1000))]);
+  running = false;
+  await traffic;
+  next.proc.child.kill('SIGTERM');
+  t.ok(outcomes.length > 10, `${outcomes.length} tunnels`);
+  t.same(outcomes.filter((o) => o !== 'ok'), [], 'every tunnel carried its bytes to its end');
+  t.ok(exitedWithinGrace, 'the old guard was gone within its grace period');
 });
