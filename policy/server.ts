@@ -86,11 +86,8 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   let sweeper: NodeJS.Timeout | undefined;
   let schemaWait: SchemaWait | undefined;
   let sweeping: Promise<number> | undefined;
-  /** From stop() on, every answer closes its connection: kept-alive clients go to another pod. */
-  let closing = false;
 
   const server = http.createServer({ maxHeaderSize: ROLE_MAX_REQUEST_HEADER_BYTES }, (req, res) => {
-    if (closing) res.setHeader('connection', 'close');
     route(req, res).catch((err: unknown) => {
       logger.error('request_failed', { message: err instanceof Error ? err.message : String(err) });
       if (!res.headersSent) send(res, new ServiceError('busy').answer());
@@ -293,7 +290,6 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     },
     async stop() {
       started = false;
-      closing = true;
       schemaWait?.stop();
       if (sweeper !== undefined) clearInterval(sweeper);
       await new Promise<void>((resolve) => {

@@ -145,7 +145,6 @@ async function rollout(preStop: boolean): Promise<Run> {
     exitedWithinGrace = await Promise.race([old.kill('SIGTERM').then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceS * 1000))]);
   } else {
     // SIGTERM at once; Envoy still holds the host until its refresh: let a check meet it first.
-    // (Policy closes its kept-alive connections as it stops, so it is gone at once.)
     exitedWithinGrace = await Promise.race([old.kill('SIGTERM').then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceS * 1000))]);
     const seen = checks.length;
     while (checks.length < seen + 3) await new Promise((r) => setTimeout(r, 50));
@@ -185,7 +184,6 @@ t.test('policy restarts under steady traffic: every check answered 200, every se
 t.test('the control: without the preStop, SIGTERM at deletion leaves Envoy checking a pod that is gone: 503 busy', async (t) => {
   const run = await rollout(false);
   const busy = run.checks.filter((c) => c.status === 503);
-  t.ok(run.exitedWithinGrace, 'a stopping policy closes its kept-alive connections and is gone within its grace period');
   t.ok(busy.length > 0, `${busy.length} checks answered 503 busy`);
   for (const b of busy) t.equal(b.headers['retry-after'], '1', 'busy carries retry-after: 1');
 });

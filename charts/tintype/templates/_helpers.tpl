@@ -348,8 +348,8 @@ topologySpreadConstraints:
 
 {{/*
 The checksum of the Secret keys one role reads (.keys), for its pod annotations: a change of those
-keys with `helm upgrade` rolls exactly the roles that read them (docs/helm.md, "Rotating the
-lease secret"). The chart's own Secret is summed from the values; an existing Secret from the
+keys with `helm upgrade` rolls exactly the roles that read them
+(docs/helm.md, "Rotating the lease secret"). The chart's own Secret is summed from the values; an existing Secret from the
 cluster (lookup), which `helm template` and GitOps tools without cluster access cannot read:
 empty then, and no annotation is written.
 */}}
