@@ -24,6 +24,10 @@ export interface ControllerOptions {
   namespace: string;
   /** Where the Lease lives (the controller's own namespace). */
   leaseNamespace: string;
+  /** The Lease's name (default `tintype-controller`). */
+  leaseName?: string;
+  /** The one RenderPool to reconcile (default: every pool in the namespace). */
+  pool?: string;
   /** The Lease holder's name (the pod's name). */
   identity: string;
   pollMs: number;
@@ -52,7 +56,7 @@ export function createController(options: ControllerOptions): Controller {
   const now = options.now ?? Date.now;
   const metrics = controllerMetrics(options.registry);
   const leader = createLeaderElector({
-    api, namespace: options.leaseNamespace, name: CONTROLLER_NAME, identity: options.identity, logger, now,
+    api, namespace: options.leaseNamespace, name: options.leaseName ?? CONTROLLER_NAME, identity: options.identity, logger, now,
     ...(options.leaderTimings !== undefined ? { timings: options.leaderTimings } : {}),
     timer: options.timers !== false,
   });
@@ -96,6 +100,7 @@ export function createController(options: ControllerOptions): Controller {
     };
     const live = new Set<string>();
     for (const pool of pools.items().values()) {
+      if (options.pool !== undefined && pool.metadata?.name !== options.pool) continue;
       const uid: string = pool.metadata?.uid ?? pool.metadata?.name;
       live.add(uid);
       let memory = memories.get(uid);

@@ -86,6 +86,16 @@ export interface Config {
   edgeMaxConnections: number;
   /** SQLite `synchronous` level for policy state: `normal` survives a killed process, `full` also power loss. */
   sqliteSync: 'normal' | 'full';
+  /**
+   * How policy comes by its schema: `start` applies the pending migrations as it starts (one
+   * machine, `tintype start`); `wait` waits until `tintype migrate` (the chart's hook Job) has
+   * applied them, and needs no DDL rights (docs/helm.md, "Upgrade").
+   */
+  migrate: 'start' | 'wait';
+  /** `tintype envoy-drain`: Envoy's admin API, the wait for the endpoints, and Envoy's drain time. */
+  envoyAdminUrl: string;
+  drainWaitS: number;
+  drainTimeS: number;
   /** PostgreSQL connections policy keeps open at most. */
   pgPoolSize: number;
   /** Worker threads that draw Open Graph cards (spec 4.5; drawing blocks its thread). */
@@ -94,6 +104,10 @@ export interface Config {
   ogQueue: number;
   /** Namespace the operator watches; its own (podNamespace) when unset. */
   controllerNamespace: string | undefined;
+  /** The operator's leader Lease (`tintype-controller` when unset); one per release in a chart. */
+  controllerLease: string | undefined;
+  /** The one RenderPool the operator reconciles; every pool of the namespace when unset. */
+  controllerPool: string | undefined;
   /** How often the operator reads each renderer's `/state`. */
   controllerPollMs: number;
   /** The pod's own namespace and name (downward API): where the operator's Lease lives, and its holder. */
@@ -196,11 +210,11 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
   return v as T;
 }
 
-/** A Kubernetes namespace name (an RFC 1123 label). */
+/** A Kubernetes namespace or object name (an RFC 1123 label). */
 function dnsLabel(env: Env, name: string): string | undefined {
   const v = raw(env, name);
   if (v !== undefined && !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(v)) {
-    throw new ConfigError(`${name} must be a namespace name (lower-case letters, digits and '-', at most 63)`);
+    throw new ConfigError(`${name} must be a Kubernetes name (lower-case letters, digits and '-', at most 63)`);
   }
   return v;
 }
@@ -244,10 +258,16 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     edgeMaxBufferedBytes: integer(env, 'TINTYPE_EDGE_MAX_BUFFERED_BYTES', DEFAULT_EDGE_MAX_BUFFERED_BYTES, MAX_BODY_BYTES, Number.MAX_SAFE_INTEGER),
     edgeMaxConnections: integer(env, 'TINTYPE_EDGE_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
     sqliteSync: oneOf(env, 'TINTYPE_SQLITE_SYNC', ['normal', 'full'] as const, 'normal'),
+    migrate: oneOf(env, 'TINTYPE_MIGRATE', ['start', 'wait'] as const, 'start'),
+    envoyAdminUrl: url(env, 'TINTYPE_ENVOY_ADMIN_URL', ['http']) ?? 'http://127.0.0.1:9901',
+    drainWaitS: integer(env, 'TINTYPE_DRAIN_WAIT_S', 15, 0, 300),
+    drainTimeS: integer(env, 'TINTYPE_DRAIN_TIME_S', 45, 1, 3_600),
     pgPoolSize: integer(env, 'TINTYPE_PG_POOL', 10, 1, 200),
     ogThreads: integer(env, 'TINTYPE_OG_THREADS', 2, 1, 64),
     ogQueue: integer(env, 'TINTYPE_OG_QUEUE', 64, 0, 100_000),
     controllerNamespace: dnsLabel(env, 'TINTYPE_CONTROLLER_NAMESPACE'),
+    controllerLease: dnsLabel(env, 'TINTYPE_CONTROLLER_LEASE'),
+    controllerPool: dnsLabel(env, 'TINTYPE_CONTROLLER_POOL'),
     controllerPollMs: integer(env, 'TINTYPE_CONTROLLER_POLL_MS', 5_000, 100, 600_000),
     podNamespace: dnsLabel(env, 'POD_NAMESPACE'),
     podName: raw(env, 'POD_NAME'),

@@ -41,6 +41,7 @@ import { policyMetrics } from './metrics.ts';
 import { type Plans, loadPlans } from './plans.ts';
 import { openStore } from './store/open.ts';
 import type { PolicyStore } from './store/store.ts';
+import { type SchemaWait, waitForSchema } from './store/schema.ts';
 import { ConfigError, requireLeaseSigningKey } from '../lib/config.ts';
 import { leaseSigner, type LeaseClaims } from '../lib/lease.ts';
 import { listen } from '../lib/listen.ts';
@@ -95,6 +96,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   let started = false;
   let storeOk = false;
   let sweeper: NodeJS.Timeout | undefined;
+  let schemaWait: SchemaWait | undefined;
   let sweeping: Promise<number> | undefined;
 
   const listener = (route: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>): http.Server => {
@@ -348,7 +350,12 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     plans,
     sweep,
     async start() {
-      await store.migrate();
+      if (config.migrate === 'wait') {
+        schemaWait = waitForSchema(store, logger);
+        await schemaWait.done;
+      } else {
+        await store.migrate();
+      }
       // A key on a plan the plans file no longer defines would be refused forever: stop instead.
       const missing = [...new Set((await store.listKeys()).filter((k) => k.revokedAt === null).map((k) => k.plan))]
         .filter((p) => !Object.hasOwn(plans, p));
@@ -370,6 +377,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     },
     async stop() {
       started = false;
+      schemaWait?.stop();
       if (sweeper !== undefined) clearInterval(sweeper);
       await Promise.all([server, renderers].map((s) => new Promise<void>((resolve) => {
         if (!s.listening) return resolve();

@@ -75,6 +75,9 @@ export interface K8sObject {
   [field: string]: unknown;
 }
 
+/** The Prometheus Operator's CRDs, as a cluster that has them serves them (the chart makes its objects only then). */
+export const MONITORING_APIS = ['--api-versions', 'monitoring.coreos.com/v1/ServiceMonitor', '--api-versions', 'monitoring.coreos.com/v1/PrometheusRule'];
+
 /** `helm template` of the chart with one ci values file (plus extra args); throws with helm's message. */
 const rendered = new Map<string, Promise<string>>();
 
@@ -91,7 +94,7 @@ export function renderText(valuesFile: string, extra: string[] = []): Promise<st
 
 async function renderOnce(valuesFile: string, extra: string[]): Promise<string> {
   const r = await helm([
-    'template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', '1.35.0',
+    'template', RELEASE, CHART, '--namespace', NAMESPACE, '--kube-version', '1.35.0', ...MONITORING_APIS,
     '-f', path.join(CHART, 'ci', valuesFile), ...extra,
   ]);
   if (r.code !== 0) throw new Error(`helm template -f ${valuesFile}: ${r.stderr}`);

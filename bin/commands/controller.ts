@@ -1,7 +1,8 @@
 /**
  * `tintype controller` (docs/architecture.md §1): the Kubernetes operator that scales RenderPools on render
  * slots. Credentials from KUBECONFIG outside a cluster, the service account inside; watches
- * TINTYPE_CONTROLLER_NAMESPACE (default: its own, POD_NAMESPACE); the Lease `tintype-controller`
+ * TINTYPE_CONTROLLER_NAMESPACE (default: its own, POD_NAMESPACE) and in it TINTYPE_CONTROLLER_POOL
+ * (default: every RenderPool); the Lease TINTYPE_CONTROLLER_LEASE (default `tintype-controller`)
  * in its own namespace, held as POD_NAME. Metrics and probes on the admin port. Wiring only.
  * SIGTERM/SIGINT: stop writing, release the Lease, exit 0.
  */
@@ -22,7 +23,8 @@ export const controllerCommand: Command = {
     about: 'The Kubernetes operator: watches RenderPools in TINTYPE_CONTROLLER_NAMESPACE (default: its own), scales their ' +
       'renderers on render slots and reports their state; one replica leads through a Lease. Credentials from KUBECONFIG ' +
       'outside a cluster, the service account inside. Metrics and probes on the admin port (TINTYPE_ADMIN_PORT, 9083).',
-    settings: ['TINTYPE_ADMIN_PORT', 'TINTYPE_CONTROLLER_NAMESPACE', 'TINTYPE_CONTROLLER_POLL_MS', 'POD_NAMESPACE', 'POD_NAME',
+    settings: ['TINTYPE_ADMIN_PORT', 'TINTYPE_CONTROLLER_NAMESPACE', 'TINTYPE_CONTROLLER_POOL', 'TINTYPE_CONTROLLER_LEASE',
+      'TINTYPE_CONTROLLER_POLL_MS', 'POD_NAMESPACE', 'POD_NAME',
       'KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {

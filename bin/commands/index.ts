@@ -31,6 +31,14 @@ export const commands: Record<string, CommandEntry> = {
     summary: 'the Kubernetes operator: scales RenderPools on render slots and reports their state',
     load: async () => (await import('./controller.ts')).controllerCommand,
   },
+  'envoy-drain': {
+    summary: "beside Envoy in its pod: drains it through its admin API when the pod goes",
+    load: async () => (await import('./envoy-drain.ts')).envoyDrainCommand,
+  },
+  migrate: {
+    summary: "applies policy's schema migrations (before a new version starts; --check)",
+    load: async () => (await import('./migrate.ts')).migrateCommand,
+  },
   keys: {
     summary: 'key admin: create --plan P | list | revoke ID',
     load: async () => (await import('./keys.ts')).keysCommand,

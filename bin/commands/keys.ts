@@ -35,7 +35,7 @@ export const keysCommand: Command = {
       ['--plan P', 'create: the plan (free, starter, pro, scale, or one of TINTYPE_PLANS)'],
       ['--name N', 'create: a name, at most 100 printable ASCII characters'],
     ],
-    settings: ['DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_PLANS'],
+    settings: ['DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_MIGRATE', 'TINTYPE_PLANS'],
   }),
   async run(args) {
     const [action, ...rest] = args;
@@ -57,7 +57,17 @@ export const keysCommand: Command = {
     const plans = loadPlans(config.plansFile);
     const store = openStore(config, { shortLived: true });
     try {
-      await store.migrate();
+      // In a policy pod (TINTYPE_MIGRATE=wait) the credentials may have no DDL rights: the
+      // schema is `tintype migrate`'s to apply, and this only checks it is there.
+      if (config.migrate === 'wait') {
+        const pending = await store.pendingMigrations();
+        if (pending.length > 0) {
+          process.stderr.write(`the schema is not migrated yet (pending ${pending.join(', ')}): run tintype migrate first\n`);
+          return 1;
+        }
+      } else {
+        await store.migrate();
+      }
       if (action === 'create') {
         if (values.plan === undefined || positionals.length > 0) {
           process.stderr.write(`${USAGE}\nplans: ${Object.keys(plans).join(', ')}\n`);

@@ -63,14 +63,15 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
 
   return {
     kind: 'postgres',
-    async migrate() {
+    async migrate(options = {}) {
+      const timeoutMs = options.timeoutMs ?? MIGRATION_TIMEOUT_MS;
       const c = await pool.connect();
       // The check's budget does not apply here: a long migration, or waiting on another replica's.
       // (pg reads a per-query query_timeout; its types do not declare it.)
-      const q = (text: string, values?: unknown[]) => c.query({ text, values, query_timeout: MIGRATION_TIMEOUT_MS } as pg.QueryConfig);
+      const q = (text: string, values?: unknown[]) => c.query({ text, values, query_timeout: timeoutMs } as pg.QueryConfig);
       try {
         await q('BEGIN');
-        await q(`SET LOCAL statement_timeout = ${MIGRATION_TIMEOUT_MS}`);
+        await q(`SET LOCAL statement_timeout = ${Math.trunc(timeoutMs)}`);
         await q('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
         await q('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)');
         const done = new Set((await q('SELECT version FROM schema_migrations')).rows.map((r) => Number(r.version)));
@@ -86,6 +87,14 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
       } finally {
         c.release();
       }
+    },
+    async pendingMigrations() {
+      // Read-only: a pod that waits for the schema needs no DDL rights, and takes no lock.
+      const present = await pool.query("SELECT to_regclass('schema_migrations') IS NOT NULL AS present");
+      const done = present.rows[0]?.present === true
+        ? new Set((await pool.query('SELECT version FROM schema_migrations')).rows.map((r) => Number(r.version)))
+        : new Set<number>();
+      return PG_MIGRATIONS.map((m) => m.version).filter((v) => !done.has(v));
     },
     async findKey(hash) {
       const r = await one<KeyRow>('find_key', 'SELECT id, name, plan, created_at, revoked_at FROM api_keys WHERE hash = $1', [hash]);

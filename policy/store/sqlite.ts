@@ -333,6 +333,10 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
     async migrate() {
       migrateTx.immediate();
     },
+    async pendingMigrations() {
+      const done = new Set((db.prepare('SELECT version FROM schema_migrations').all() as Array<{ version: number }>).map((r) => r.version));
+      return SQLITE_MIGRATIONS.map((m) => m.version).filter((v) => !done.has(v));
+    },
     async findKey(hash) {
       const row = st().findKey.get(hash) as KeyRow | undefined;
       return row === undefined ? undefined : keyFromRow(row);

@@ -103,8 +103,13 @@ export interface UsageRecord {
 
 export interface PolicyStore {
   readonly kind: 'sqlite' | 'postgres';
-  /** Applies the versioned migrations not yet applied; safe to run again and from several processes. */
-  migrate(): Promise<void>;
+  /**
+   * Applies the versioned migrations not yet applied; safe to run again and from several processes.
+   * `timeoutMs`: how long one statement may run (default: 120 s, as at a policy start).
+   */
+  migrate(options?: { timeoutMs?: number }): Promise<void>;
+  /** The versions of this code's migrations the store has not applied yet (all, on an empty store). */
+  pendingMigrations(): Promise<number[]>;
   /** The key whose secret hashes to `hash`, revoked or not; undefined when none. */
   findKey(hash: string): Promise<KeyRecord | undefined>;
   createKey(key: KeyRecord & { hash: string }): Promise<void>;

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import t from 'tap';
-import { NAMESPACE, ofKind, render, RELEASE, ROOT, type K8sObject } from '../helm.ts';
+import { CHART, helm, NAMESPACE, ofKind, render, RELEASE, ROOT, type K8sObject } from '../helm.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 let objects: K8sObject[] = [];
@@ -21,7 +21,7 @@ t.before(async () => {
 /** Series names any role registers (registry.counter/gauge/histogram('tintype_…')). */
 function exportedSeries(): Set<string> {
   const out = new Set<string>();
-  const text = execFileSync('grep', ['-rhoE', "\\.(counter|gauge|histogram)\\(\\s*'tintype_[a-z_]+'|'tintype_guard_[a-z_]+'", ...['renderer', 'policy', 'guard', 'lib', 'envoy'].map((d) => path.join(ROOT, d))], { encoding: 'utf8' });
+  const text = execFileSync('grep', ['-rhoE', "\\.(counter|gauge|histogram)\\(\\s*'tintype_[a-z_]+'|'tintype_guard_[a-z_]+'", ...['renderer', 'policy', 'guard', 'lib', 'envoy', 'controller'].map((d) => path.join(ROOT, d))], { encoding: 'utf8' });
   for (const m of text.matchAll(/'(tintype_[a-z_]+)'/g)) out.add(m[1]!);
   return out;
 }
@@ -47,19 +47,43 @@ t.test('the ServiceMonitor scrapes every admin port of the release', async (t) =
   for (const s of selected) t.same(s.spec.ports.map((p: any) => p.name), ['admin'], `${s.metadata.name}: its admin port only`);
 });
 
-t.test('the alerts: guard unverified, all slots busy, 5xx other than busy, policy store down', async (t) => {
+/** A Prometheus duration (30s, 5m, 1h) in seconds. */
+const seconds = (d: string): number => Number(d.slice(0, -1)) * ({ s: 1, m: 60, h: 3600 } as Record<string, number>)[d.slice(-1)]!;
+
+t.test('the alerts: no ready renderer or policy, guard unverified, busy by rate, 5xx, store down, leases unsettled, the edge, the leader', async (t) => {
   const [rule]: any[] = ofKind(objects, 'PrometheusRule');
   t.doesNotThrow(() => new PrometheusRule(rule).validate());
   const rules = rule.spec.groups.flatMap((g: any) => g.rules);
-  t.same(rules.map((r: any) => r.alert), ['TintypeGuardUnverified', 'TintypeAllSlotsBusy', 'TintypeServerErrors', 'TintypePolicyStoreDown']);
+  t.same(rules.map((r: any) => r.alert), ['TintypeNoReadyRenderer', 'TintypePolicyAbsent', 'TintypeGuardUnverified', 'TintypeBusy', 'TintypeServerErrors',
+    'TintypePolicyStoreDown', 'TintypeLeasesExpiringUnsettled', 'TintypeEdgeServerErrors', 'TintypeExtAuthzErrors']);
   const series = exportedSeries();
+  const services = new Set(ofKind(objects, 'Service').map((s) => s.metadata.name));
   for (const r of rules) {
     t.same(Object.keys(r).sort(), ['alert', 'annotations', 'expr', 'for', 'labels']);
     for (const name of r.expr.match(/tintype_[a-z_]+/g) ?? []) t.ok(series.has(name), `${r.alert}: ${name} is a series a role exports`);
     t.match(r.expr, `namespace="${NAMESPACE}"`, `${r.alert}: this release's namespace only`);
+    for (const [, s] of r.expr.matchAll(/service="([^"]+)"/g)) t.ok(services.has(s), `${r.alert}: the scraped Service ${s} is the chart's`);
+    // One error, or one failed scrape, pages nobody: every alert holds for minutes, on rates.
+    t.ok(seconds(r.for) >= 120, `${r.alert}: for ${r.for}`);
+    t.notMatch(r.expr, /increase\(/, `${r.alert}: a rate over a window, not any increase`);
+    t.equal(r.annotations.runbook_url, `https://git.example.com/platform/tintype/-/blob/main/docs/helm.md#${r.alert.toLowerCase()}`, `${r.alert}: its runbook section`);
   }
   const errors = rules.find((r: any) => r.alert === 'TintypeServerErrors');
   t.notMatch(errors.expr, /busy/, '503 busy is not an error to page about');
+  const busy = rules.find((r: any) => r.alert === 'TintypeBusy');
+  t.match(busy.expr, /rate\(tintype_renders_total\{[^}]*outcome="busy"/, 'busy by the rate of busy answers');
+  t.notMatch(busy.expr, /slots_busy/, 'not the momentary gauge');
+  const leader = await render('monitoring-values.yaml', ['--set', 'controller.enabled=true']);
+  const withController = (ofKind(leader, 'PrometheusRule')[0] as any).spec.groups.flatMap((g: any) => g.rules);
+  t.ok(withController.some((r: any) => r.alert === 'TintypeNoControllerLeader' && /tintype_controller_leader/.test(r.expr)), 'with the controller: no leader');
+});
+
+t.test('ServiceMonitor and PrometheusRule only where their CRDs are served; NOTES says so', async (t) => {
+  const r = await helm(['install', RELEASE, CHART, '-n', NAMESPACE, '--dry-run=client', '-f', path.join(CHART, 'ci/monitoring-values.yaml')]);
+  t.equal(r.code, 0, r.stderr);
+  t.notMatch(r.stdout, /kind: (ServiceMonitor|PrometheusRule)/, 'no CRD, no object (an install would fail on it)');
+  t.match(r.stdout, /WARNING: monitoring\.serviceMonitors\.enabled is on but this cluster serves no ServiceMonitor CRD/);
+  t.ok(ofKind(objects, 'ServiceMonitor').length === 1 && ofKind(objects, 'PrometheusRule').length === 1, 'with the CRDs: both');
 });
 
 t.test('the dashboard: render rate, latency, busy share, slots, guard refusals by reason', async (t) => {

@@ -62,7 +62,11 @@ t.test('renderer: egress only to the guard, policy, Redis and DNS', async (t) =>
   t.ok(may(renderer, redis, 6379), 'Redis cache');
   t.ok(may(renderer, dns, 53, 'UDP'), 'DNS over UDP');
   t.ok(may(renderer, dns, 53, 'TCP'), 'DNS over TCP');
+  t.ok(may(renderer, addr('169.254.20.10'), 53, 'UDP'), 'the node-local DNS cache (NodeLocal DNSCache)');
+  t.notOk(may(renderer, addr('169.254.20.10'), 80), 'on the DNS port only');
   t.notOk(may(renderer, fakeDns, 53, 'UDP'), 'DNS only at the cluster DNS');
+  // values.yaml: an empty namespaceSelector ({}) means any namespace.
+  t.ok(may(renderer, pod({ 'app.kubernetes.io/name': 'redis' }, ns('data'), '10.5.0.1'), 6379), 'Redis in any namespace (namespaceSelector: {})');
   t.notOk(may(renderer, guard, 9128), "not the guard's admin port");
   t.notOk(may(renderer, postgres, 5432), 'not PostgreSQL');
   t.notOk(may(renderer, envoy, 8443), 'not the edge');
@@ -79,11 +83,11 @@ t.test('renderer: egress only to the guard, policy, Redis and DNS', async (t) =>
   }
 });
 
-t.test('renderer: ingress only from Envoy (8082) and Envoy, the controller and Prometheus (admin 9082)', async (t) => {
+t.test('renderer: ingress only from Envoy (8082) and Envoy and the controller (admin 9082); Prometheus only with monitoring on', async (t) => {
   t.ok(may(envoy, renderer, 8082));
   t.ok(may(envoy, renderer, 9082), "Envoy health-checks the renderer's readiness");
   t.ok(may(controller, renderer, 9082), 'the controller reads /state');
-  t.ok(may(prometheus, renderer, 9082));
+  t.notOk(may(prometheus, renderer, 9082), 'monitoring off: no Prometheus is admitted');
   for (const from of [policy, guard, controller, helmTest, stranger, strangerElsewhere, prometheus, otherRelease]) {
     t.notOk(may(from, renderer, 8082), `${from.labels?.['app.kubernetes.io/component'] ?? from.labels?.['app'] ?? from.labels?.['app.kubernetes.io/name']} may not call the renderer`);
   }
@@ -94,7 +98,7 @@ t.test('renderer: ingress only from Envoy (8082) and Envoy, the controller and P
 t.test('guard: ingress from renderer pods only; egress to the public internet, DNS, nothing private', async (t) => {
   t.ok(may(renderer, guard, 3128));
   for (const from of [envoy, policy, controller, stranger, strangerElsewhere, otherRelease, internet]) t.notOk(may(from, guard, 3128));
-  t.ok(may(prometheus, guard, 9128));
+  t.notOk(may(prometheus, guard, 9128), 'monitoring off: no Prometheus is admitted');
   t.notOk(may(stranger, guard, 9128));
   t.ok(may(guard, internet, 443), 'IPv4 internet, https');
   t.ok(may(guard, internet, 80), 'IPv4 internet, http');
@@ -134,7 +138,7 @@ t.test('policy: ext_authz from Envoy only, claim and settle from renderers only;
 t.test('Envoy: its public port from anywhere; egress to policy and renderers only', async (t) => {
   for (const from of [internet, internet6, stranger, strangerElsewhere, addr('10.9.9.9')]) t.ok(may(from, envoy, 8443));
   t.notOk(may(internet, envoy, 9902), 'the admin port is not public');
-  t.ok(may(prometheus, envoy, 9902));
+  t.notOk(may(prometheus, envoy, 9902), 'monitoring off: no Prometheus is admitted');
   t.ok(may(helmTest, envoy, 8443), 'helm test reaches the public port');
   t.ok(may(helmTest, envoy, 9902), 'and the admin port');
   t.ok(may(envoy, policy, 8081));
@@ -156,7 +160,9 @@ t.test('controller: the API server and the renderers admin port, nothing else', 
   t.notOk(may(controller, guard, 3128));
   t.notOk(may(controller, redis, 6379));
   t.notOk(may(stranger, controller, 9083));
-  t.ok(may(prometheus, controller, 9083));
+  t.notOk(may(prometheus, controller, 9083), 'monitoring off: no Prometheus is admitted');
+  t.ok(may(controller, addr('172.18.0.2'), 6443), 'the API server endpoint after DNAT, on 6443 (kubeadm, kind, k3s)');
+  t.notOk(may(controller, addr('172.18.0.2'), 8443), 'no other port');
 });
 
 t.test('with tracing on, every role reaches the collector and nothing else is opened', async (t) => {
@@ -168,6 +174,7 @@ t.test('with tracing on, every role reaches the collector and nothing else is op
     t.notOk(allowed(monitored, HERE, r, collector, 4317), 'only its OTLP/HTTP port');
   }
   t.ok(allowed(monitored, HERE, prom, renderer, 9082), 'Prometheus from its namespace scrapes renderers');
+  for (const [r, port] of [[envoy, 9902], [guard, 9128]] as const) t.ok(allowed(monitored, HERE, prom, r, port), `and ${r.labels!['app.kubernetes.io/component']}'s admin port`);
   t.ok(allowed(monitored, HERE, prom, policy, 9081), "and policy's admin port");
   t.notOk(allowed(monitored, HERE, prom, policy, 8081), "not policy's ext_authz and settle port");
   t.notOk(allowed(monitored, HERE, renderer, policy, 9081), "monitoring on opens policy's admin port to Prometheus only");
@@ -223,4 +230,12 @@ t.test('the guard reaches IPv6 global unicast (2000::/3) only, and every except 
       }
     }
   }
+});
+
+t.test("the migration Job: PostgreSQL and DNS only, nothing in", async (t) => {
+  const migrate = role('migrate', '10.1.0.14');
+  t.ok(may(migrate, postgres, 5432));
+  t.ok(may(migrate, dns, 53, 'UDP'));
+  for (const to of [internet, redis, policy, renderer, stranger]) t.notOk(may(migrate, to, 443) || may(migrate, to, 6379) || may(migrate, to, 8081), `not ${to.ip}`);
+  for (const from of [envoy, renderer, stranger]) t.notOk(may(from, migrate, 8081), 'no way in');
 });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import t from 'tap';
 import { CI_VALUES, ofKind, render, ROOT, type K8sObject } from '../helm.ts';
 import { containerArgv, imageConfig, tintypeImage } from './tintype-image.ts';
-import { LIVE_PATH, READY_PATH } from '../../lib/admin.ts';
+import { DRAIN_PATH, LIVE_PATH, READY_PATH } from '../../lib/admin.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 type Pod = { name: string; spec: any; kind: string };
@@ -19,6 +19,7 @@ function pods(objects: K8sObject[]): Pod[] {
   return objects.flatMap((o): Pod[] => {
     if (o.kind === 'Deployment') return [{ name: o.metadata.name, kind: o.kind, spec: (o as any).spec.template.spec }];
     if (o.kind === 'Pod') return [{ name: o.metadata.name, kind: o.kind, spec: (o as any).spec }];
+    if (o.kind === 'Job') return [{ name: o.metadata.name, kind: o.kind, spec: (o as any).spec.template.spec }];
     return [];
   });
 }
@@ -73,13 +74,15 @@ for (const values of CI_VALUES) {
     const roles: string[] = [];
     for (const d of ofKind(objects, 'Deployment') as any[]) {
       for (const c of d.spec.template.spec.containers.filter((x: any) => x.image === image)) {
-        const role = d.spec.template.metadata.labels['app.kubernetes.io/component'];
+        const component = d.spec.template.metadata.labels['app.kubernetes.io/component'];
+        // Envoy's pod holds the tintype image's drain helper beside Envoy.
+        const role = component === 'envoy' ? 'envoy-drain' : component;
         roles.push(role);
         // A command replaces the ENTRYPOINT: none, or one that is the entrypoint (tini) itself.
         t.same(containerArgv(c, config), [...config.entrypoint, role], `${d.metadata.name}: tini runs tintype ${role}`);
       }
     }
-    const expected = ['policy', 'renderer', 'guard', ...(ofKind(objects, 'Deployment').some((d) => d.metadata.name.endsWith('-controller')) ? ['controller'] : [])];
+    const expected = ['envoy-drain', 'policy', 'renderer', 'guard', ...(ofKind(objects, 'Deployment').some((d) => d.metadata.name.endsWith('-controller')) ? ['controller'] : [])];
     t.same(roles.sort(), expected.sort(), 'the tintype image runs every role');
   });
 
@@ -89,7 +92,7 @@ for (const values of CI_VALUES) {
     for (const p of pods(objects)) {
       const isController = p.name.endsWith('-controller');
       t.equal(p.spec.automountServiceAccountToken, isController, `${p.name}: token mounted only for the controller`);
-      if (p.kind === 'Pod') continue;
+      if (p.kind !== 'Deployment') continue;
       t.equal(accounts.get(p.spec.serviceAccountName), isController, `${p.name}: its own ServiceAccount`);
       const [c] = p.spec.containers;
       // Liveness and readiness on /healthz/live and /healthz/ready for every role.
@@ -111,7 +114,15 @@ t.test('grace periods cover the render budget and the edge margin, from the one 
     const envoy = all.find((p) => p.name.endsWith('-envoy'))!;
     const sleep = envoy.spec.containers[0].lifecycle.preStop.sleep.seconds;
     t.ok(envoy.spec.terminationGracePeriodSeconds > sleep, 'Envoy drains (preStop) inside its grace period');
-    t.ok(sleep >= budget / 1000 + 15, 'Envoy keeps answering for a whole render after leaving the endpoints');
+    t.ok(sleep >= 15 + budget / 1000 + 15, 'Envoy keeps answering while the endpoints let go, then for a whole render');
+    // The roles: readiness fails at the preStop, they serve through its wait, then finish a render.
+    for (const p of all.filter((x) => !x.name.endsWith('-envoy'))) {
+      const hook = p.spec.containers[0].lifecycle.preStop.httpGet;
+      t.equal(hook.port, 'admin', `${p.name}: preStop on its admin port`);
+      const wait = Number(new URL(hook.path, 'http://x').searchParams.get('wait_s'));
+      t.equal(new URL(hook.path, 'http://x').pathname, DRAIN_PATH);
+      t.ok(p.spec.terminationGracePeriodSeconds >= wait + budget / 1000 + 15, `${p.name}: the wait and a whole render fit in the grace period`);
+    }
     const renderer = all.find((p) => p.name.endsWith('-renderer'))!;
     t.equal(env(renderer.spec.containers[0])['TINTYPE_RENDER_TIMEOUT_MS'], String(budget));
   }
@@ -140,8 +151,9 @@ t.test('renderer: the renderer container flat, the browser container per slot + 
   }
   const hardened: any = (await render('operator-scaling-values.yaml')).find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('-renderer'));
   t.equal(hardened.spec.template.spec.runtimeClassName, 'gvisor');
-  t.equal(hardened.spec.template.spec.hostUsers, false);
-  t.notOk('replicas' in hardened.spec, 'the controller owns the replica count');
+  t.notOk('hostUsers' in hardened.spec.template.spec, 'a sandboxed runtime takes no user namespaces: the kubelet refuses the two together');
+  const userNs: any = (await render('default-values.yaml', ['--set', 'renderer.hostUsers=false'])).find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('-renderer'));
+  t.equal(userNs.spec.template.spec.hostUsers, false, 'user-namespaced renderers, without a sandboxed runtime');
 });
 
 t.test('renderer: Chromium in a container of its own, with no secret, no shared process namespace, the socket the one thing shared', async (t) => {

@@ -52,9 +52,23 @@ t.test('bare defaults are refused with a message that says what to set', async (
 });
 
 t.test('Envoy needs a certificate', async (t) => {
-  const r = await helm(['template', 'tt', CHART, '--set', 'secrets.existingSecret=s']);
+  const r = await helm(['template', 'tt', CHART, '--set', 'secrets.existingSecret=s,image.repository=r']);
   t.not(r.code, 0);
   t.match(r.stderr, /envoy needs a certificate/);
+});
+
+t.test('no image repository: refused with where to get one (no public image is published)', async (t) => {
+  const r = await helm(['template', 'tt', CHART, '--set', 'secrets.existingSecret=s,tls.existingSecret=t']);
+  t.not(r.code, 0);
+  t.match(r.stderr, /set image\.repository to the tintype image you built and pushed/);
+  const ok = await helm(['template', 'tt', CHART, '--set', 'secrets.existingSecret=s,tls.existingSecret=t,image.repository=registry.example.com/tintype']);
+  t.equal(ok.code, 0, ok.stderr);
+});
+
+t.test('gVisor with user-namespaced pods, which the kubelet refuses, is refused at render', async (t) => {
+  const r = await helm(['template', 'tt', CHART, '-f', path.join(CHART, 'ci/operator-scaling-values.yaml'), '--set', 'renderer.hostUsers=false']);
+  t.not(r.code, 0);
+  t.match(r.stderr, /renderer\.runtimeClassName and renderer\.hostUsers=false together/);
 });
 
 t.test('an existing Secret and secret values together are refused', async (t) => {

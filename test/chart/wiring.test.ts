@@ -41,6 +41,7 @@ import { browserContainerArgv, compileLauncher, emptyDirFor, mountLines, PROBE, 
 import { processTree } from '../../renderer/browser/process-tree.ts';
 import { CLAIM_PATH, LEASE_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
 import { DEFAULT_POLICY_SETTLE_PORT } from '../../policy/server.ts';
+import { runMigrationJob } from './wiring/migrate.ts';
 import { METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 import { STATE_PATH } from '../../lib/state-contract.ts';
 import { RATELIMIT_LIMIT_HEADER } from '../../lib/policy-contract.ts';
@@ -364,6 +365,9 @@ t.before(async () => {
   await Promise.all(procs.map((p) => p.waitFor(/relay\.ready/)));
 
   const start = (plan: PodPlan): Proc => runInPod(plan.deployment, pn.ns(plan.component), podTmp(plan.component), { ...plan.env, PATH }, tintypeArgv(plan));
+  // The pre-install hook Job first, as Helm runs it: `tintype migrate` with its own environment
+  // (policy waits for the schema). Run where its NetworkPolicy lets it reach PostgreSQL: policy's pod.
+  await runMigrationJob(objects, (env, argv) => runInPod('migrate', pn.ns('policy'), podTmp('migrate'), { ...env, PATH }, argv));
   const guard = start(byRole('guard'));
   const policy = start(byRole('policy'));
   // Envoy's stand-in, with its ConfigMap volumes projected where the bootstrap expects them.

@@ -50,8 +50,11 @@ export interface PolicyProcess {
   kill(signal: NodeJS.Signals): Promise<void>;
 }
 
-/** Starts `bin/tintype policy` on a free port and waits for its `listening` line. */
-export function startPolicyProcess(env: Record<string, string>): Promise<PolicyProcess> {
+/**
+ * Starts `bin/tintype policy` on a free port and waits for its `listening` line; `onEntry` sees
+ * every log entry it writes before that.
+ */
+export function startPolicyProcess(env: Record<string, string>, onEntry?: (entry: Record<string, unknown>) => void): Promise<PolicyProcess> {
   const child: ChildProcess = spawn(...command(['policy']), { env: childEnv({ PORT: '0', TINTYPE_ADMIN_PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let pending = '';
@@ -76,6 +79,7 @@ export function startPolicyProcess(env: Record<string, string>): Promise<PolicyP
         } catch {
           continue;
         }
+        if (entry !== undefined) onEntry?.(entry);
         if (entry?.event === 'listening' && typeof entry.port === 'number') {
           child.off('exit', early);
           resolve({

@@ -1,10 +1,14 @@
-{{/* Names: <release>-<role>, or <fullnameOverride>-<role>. */}}
+{{/*
+Names: <release>-<role>, or <fullnameOverride>-<role>. Kubernetes caps names at 63 characters: the
+release part is cut to leave room for the role's suffix, never the suffix itself.
+*/}}
 {{- define "tintype.fullname" -}}
-{{- default .Release.Name .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- default .Release.Name .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "tintype.name" -}}
-{{- printf "%s-%s" (include "tintype.fullname" .root) .role -}}
+{{- $room := sub 62 (len .role) | int -}}
+{{- printf "%s-%s" (include "tintype.fullname" .root | trunc $room | trimSuffix "-") .role -}}
 {{- end -}}
 
 {{/* Labels every object carries. */}}
@@ -29,7 +33,7 @@ app.kubernetes.io/component: {{ .role }}
 app.kubernetes.io/component: {{ .role }}
 {{- end -}}
 
-{{/* The tintype image, by digest when one is given. */}}
+{{/* The tintype image, by digest when one is given (image.repository: required, tintype.validate). */}}
 {{- define "tintype.image" -}}
 {{- $tag := default .Chart.AppVersion .Values.image.tag -}}
 {{- if .Values.image.digest -}}
@@ -125,9 +129,30 @@ seccompProfile:
   type: RuntimeDefault
 {{- end -}}
 
-{{/* Seconds a pod gets to finish its renders after SIGTERM: the budget, the edge's margin and 10 s. */}}
+{{/*
+Seconds a pod gets once it is deleted: its preStop wait (drainWaitSeconds), then the renders in
+flight after SIGTERM (the budget and the edge's margin), and 10 s.
+*/}}
 {{- define "tintype.gracePeriod" -}}
-{{- add (div .Values.renderBudgetMs 1000) .Values.edgeMarginSeconds 10 -}}
+{{- add .Values.drainWaitSeconds (include "tintype.drainTimeSeconds" . | atoi) 10 -}}
+{{- end -}}
+
+{{/* The longest an answer may take through the edge: the render budget and the edge's margin (Envoy's --drain-time-s). */}}
+{{- define "tintype.drainTimeSeconds" -}}
+{{- add (div .Values.renderBudgetMs 1000) .Values.edgeMarginSeconds -}}
+{{- end -}}
+
+{{/*
+A tintype role's preStop: GET /healthz/drain on its admin port fails its readiness at once and
+answers after drainWaitSeconds, in which the role keeps serving while the endpoints and Envoy
+let go of it; then SIGTERM, and the role finishes what is in flight (lib/admin.ts).
+*/}}
+{{- define "tintype.drainPreStop" -}}
+lifecycle:
+  preStop:
+    httpGet:
+      path: {{ printf "/healthz/drain?wait_s=%d" (int .Values.drainWaitSeconds) | quote }}
+      port: admin
 {{- end -}}
 
 {{/* Probes on a role's admin port. */}}
@@ -160,6 +185,19 @@ readinessProbe:
 {{- fail "set secrets.existingSecret, or all of secrets.databaseUrl, secrets.redisUrl, secrets.leaseSigningKey and secrets.leasePublicKeys" -}}
 {{- end -}}
 {{- end -}}
+{{- if not .Values.image.repository -}}
+{{- fail "set image.repository to the tintype image you built and pushed (docs/helm.md, \"Install\"): no public image is published" -}}
+{{- end -}}
+{{- $r := .Values.renderer -}}
+{{- if and $r.runtimeClassName (not $r.hostUsers) -}}
+{{- fail "renderer.runtimeClassName and renderer.hostUsers=false together: sandboxed runtimes (gVisor, Kata) do not support user namespaces and the kubelet refuses the pod; choose one" -}}
+{{- end -}}
+{{- if ge (int (include "tintype.browserMaxRssMb" .)) (int (include "tintype.browserMemoryMiB" .)) -}}
+{{- fail (printf "renderer.browserMaxRssMb (%s) must stay below the browser container's memory limit (%sMi), or the OOM killer acts before the recycle" (include "tintype.browserMaxRssMb" .) (include "tintype.browserMemoryMiB" .)) -}}
+{{- end -}}
+{{- if ge (int (include "tintype.envoyHeapMiB" .)) (int (include "tintype.envoyMemoryMiB" .)) -}}
+{{- fail (printf "envoy.maxHeapMiB (%s) must stay below envoy.resources.limits.memory (%sMi)" (include "tintype.envoyHeapMiB" .) (include "tintype.envoyMemoryMiB" .)) -}}
+{{- end -}}
 {{- if .Values.envoy.enabled -}}
 {{- if and (not .Values.tls.existingSecret) (not (and .Values.tls.certificate .Values.tls.key)) -}}
 {{- fail "envoy needs a certificate: set tls.existingSecret, or tls.certificate and tls.key" -}}
@@ -167,22 +205,31 @@ readinessProbe:
 {{- end -}}
 {{- end -}}
 
-{{/* The collector's host and port, from telemetry.otlpEndpoint (http://host:port). */}}
+{{/*
+The collector's host, port and scheme, from telemetry.otlpEndpoint (http[s]://host[:port]); without
+a port, the scheme's (80, 443).
+*/}}
 {{- define "tintype.collectorHost" -}}
 {{- (split ":" (urlParse .Values.telemetry.otlpEndpoint).host)._0 -}}
 {{- end -}}
+{{- define "tintype.collectorTls" -}}
+{{- if eq (urlParse .Values.telemetry.otlpEndpoint).scheme "https" }}true{{ end -}}
+{{- end -}}
 {{- define "tintype.collectorPort" -}}
-{{- (split ":" (urlParse .Values.telemetry.otlpEndpoint).host)._1 -}}
+{{- $port := (split ":" (urlParse .Values.telemetry.otlpEndpoint).host)._1 -}}
+{{- if $port }}{{ $port }}{{ else }}{{ ternary "443" "80" (eq (include "tintype.collectorTls" .) "true") }}{{ end -}}
 {{- end -}}
 
-{{/* A NetworkPolicy peer from a selector pair; an empty namespaceSelector means the release's namespace. */}}
+{{/*
+A NetworkPolicy peer from a selector pair, as values.yaml documents them: an empty
+namespaceSelector ({}) means any namespace (it is always rendered, since a peer without one means
+the release's namespace only); an empty podSelector means every pod of those namespaces.
+*/}}
 {{- define "tintype.peer" -}}
 - podSelector:
     {{- toYaml (default (dict) .podSelector) | nindent 4 }}
-  {{- with .namespaceSelector }}
   namespaceSelector:
-    {{- toYaml . | nindent 4 }}
-  {{- end }}
+    {{- toYaml (default (dict) .namespaceSelector) | nindent 4 }}
 {{- end -}}
 
 {{/* Address ranges when given, else the selector pair. */}}
@@ -203,11 +250,15 @@ readinessProbe:
       {{- include "tintype.selector" . | nindent 6 }}
 {{- end -}}
 
+{{/* DNS: the cluster's DNS pods by selector, and the node-local cache's addresses. */}}
 {{- define "tintype.dnsEgress" -}}
 {{- $dns := .Values.networkPolicy.dns -}}
 - ports: [{ port: {{ $dns.port }}, protocol: UDP }, { port: {{ $dns.port }}, protocol: TCP }]
   to:
     {{- include "tintype.peer" $dns | nindent 4 }}
+    {{- range $dns.cidrs }}
+    - ipBlock: { cidr: {{ . | quote }} }
+    {{- end }}
 {{- end -}}
 
 {{/* Egress to the OpenTelemetry collector, when tracing is on. */}}
@@ -217,4 +268,137 @@ readinessProbe:
   to:
     {{- include "tintype.peer" .Values.telemetry.collectorPeer | nindent 4 }}
 {{- end -}}
+{{- end -}}
+
+{{/* The memory limit of a renderer pod, in MiB: flatMiB + perSlotMiB × slots + shmMiB. */}}
+{{/* The browser container's memory limit (MiB): perSlotMiB × slots + shmMiB (a memory-backed /dev/shm counts against it). */}}
+{{- define "tintype.browserMemoryMiB" -}}
+{{- $v := .Values.renderer -}}
+{{- add (mul $v.memory.perSlotMiB $v.slots) $v.shmMiB -}}
+{{- end -}}
+
+{{/* The browser's recycle threshold: renderer.browserMaxRssMb, or its container's limit less the /dev/shm allowance. */}}
+{{- define "tintype.browserMaxRssMb" -}}
+{{- $v := .Values.renderer -}}
+{{- if $v.browserMaxRssMb }}{{ $v.browserMaxRssMb | int64 }}{{ else }}{{ mul $v.memory.perSlotMiB $v.slots }}{{ end -}}
+{{- end -}}
+
+{{/* A Kubernetes memory quantity (640Mi, 1Gi, 671088640, 700M) in MiB, rounded down. */}}
+{{- define "tintype.mebibytes" -}}
+{{- $q := toString . -}}
+{{- if hasSuffix "Gi" $q }}{{ mul (trimSuffix "Gi" $q | int64) 1024 }}
+{{- else if hasSuffix "Mi" $q }}{{ trimSuffix "Mi" $q | int64 }}
+{{- else if hasSuffix "Ki" $q }}{{ div (trimSuffix "Ki" $q | int64) 1024 }}
+{{- else if hasSuffix "G" $q }}{{ div (mul (trimSuffix "G" $q | int64) 1000000000) 1048576 }}
+{{- else if hasSuffix "M" $q }}{{ div (mul (trimSuffix "M" $q | int64) 1000000) 1048576 }}
+{{- else if regexMatch "^[0-9]+$" $q }}{{ div ($q | int64) 1048576 }}
+{{- else }}{{ fail (printf "envoy.resources.limits.memory %s: use Mi, Gi, M, G or bytes" $q) }}
+{{- end -}}
+{{- end -}}
+
+{{/* Envoy's memory limit and the overload manager's heap (envoy.maxHeapMiB, or 80% of the limit). */}}
+{{- define "tintype.envoyMemoryMiB" -}}
+{{- include "tintype.mebibytes" .Values.envoy.resources.limits.memory -}}
+{{- end -}}
+{{- define "tintype.envoyHeapMiB" -}}
+{{- if .Values.envoy.maxHeapMiB }}{{ .Values.envoy.maxHeapMiB | int64 }}{{ else }}{{ div (mul (include "tintype.envoyMemoryMiB" . | int64) 4) 5 }}{{ end -}}
+{{- end -}}
+
+{{/*
+A pod template's metadata: the role's labels (podLabels cannot change the chart's own) and
+annotations (podAnnotations, then the chart's checksums, which win). .checksums: a dict.
+*/}}
+{{- define "tintype.podMetadata" -}}
+{{- $labels := merge (include "tintype.roleLabels" . | fromYaml) (deepCopy (default (dict) .v.podLabels)) -}}
+{{- $annotations := merge (default (dict) .checksums) (deepCopy (default (dict) .v.podAnnotations)) -}}
+labels:
+  {{- toYaml $labels | nindent 2 }}
+{{- with $annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+A pod's placement: priorityClassName, nodeSelector, tolerations, affinity, and the spread over
+nodes (the chart's topologySpread for this role's pods, then topologySpreadConstraints).
+*/}}
+{{- define "tintype.podPlacement" -}}
+{{- $v := .v -}}
+{{- with $v.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $v.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $v.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if or $v.topologySpread $v.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- with $v.topologySpread }}
+  - maxSkew: {{ .maxSkew }}
+    topologyKey: {{ .topologyKey }}
+    whenUnsatisfiable: {{ .whenUnsatisfiable }}
+    labelSelector:
+      matchLabels:
+        {{- include "tintype.selector" $ | nindent 8 }}
+  {{- end }}
+  {{- with $v.topologySpreadConstraints }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The operator's extra variables, after the chart's own. */}}
+{{- define "tintype.extraEnv" -}}
+{{- with .extraEnv }}
+{{- toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The checksum of the Secret keys one role reads (.keys), for its pod annotations: a change of those
+keys with `helm upgrade` rolls exactly the roles that read them
+(docs/helm.md, "Rotating the lease secret"). The chart's own Secret is summed from the values; an existing Secret from the
+cluster (lookup), which `helm template` and GitOps tools without cluster access cannot read:
+empty then, and no annotation is written.
+*/}}
+{{- define "tintype.secretChecksum" -}}
+{{- $root := .root -}}
+{{- $s := $root.Values.secrets -}}
+{{- $data := dict -}}
+{{- if $s.existingSecret -}}
+{{- $data = (lookup "v1" "Secret" $root.Release.Namespace $s.existingSecret).data | default dict -}}
+{{- else -}}
+{{- $data = dict "DATABASE_URL" ($s.databaseUrl | b64enc) "REDIS_URL" ($s.redisUrl | b64enc) "TINTYPE_LEASE_SIGNING_KEY" ($s.leaseSigningKey | b64enc) "TINTYPE_LEASE_PUBLIC_KEYS" ($s.leasePublicKeys | b64enc) -}}
+{{- end -}}
+{{- if $data -}}
+{{- $parts := list -}}
+{{- range .keys }}{{ $parts = append $parts (printf "%s=%s" . (get $data . | default "")) }}{{ end -}}
+{{- join "\n" $parts | sha256sum -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The annotation of .keys' checksum as a dict (empty when it cannot be known). */}}
+{{- define "tintype.secretChecksums" -}}
+{{- $sum := include "tintype.secretChecksum" . -}}
+{{- if $sum }}{{ dict "checksum/secret" $sum | toYaml }}{{ else }}{}{{ end -}}
+{{- end -}}
+
+{{/* A label selector as text for NOTES: k=v, … or "any". */}}
+{{- define "tintype.selectorText" -}}
+{{- $parts := list -}}
+{{- range $k, $v := (default (dict) .).matchLabels }}{{ $parts = append $parts (printf "%s=%s" $k $v) }}{{ end -}}
+{{- range (default (dict) .).matchExpressions }}{{ $parts = append $parts (printf "%s %s %s" .key .operator (join "," (default (list) .values))) }}{{ end -}}
+{{- if $parts }}{{ join ", " $parts }}{{ else }}(any){{ end -}}
+{{- end -}}
+{{- define "tintype.namespaceText" -}}
+{{- if or (default (dict) .).matchLabels (default (dict) .).matchExpressions }}namespaces {{ include "tintype.selectorText" . }}{{ else }}any namespace{{ end -}}
 {{- end -}}

@@ -1,0 +1,277 @@
+/**
+ * A rolling restart of policy under steady traffic, as the chart renders it (docs/helm.md,
+ * "Rolling restarts"): the migration as the hook Job runs it, then `tintype policy` pods with
+ * their rendered environment on this machine's PostgreSQL; the cluster's side (the Service's
+ * endpoints and DNS, Envoy's policy cluster with its health checks and ext_authz) from the
+ * rendered bootstrap (rollout/policy-cluster.ts). The Deployment's rollout: the new pod starts and
+ * joins the endpoints once ready; the old one is deleted: it leaves the endpoints, the kubelet
+ * runs its rendered preStop, then SIGTERM, and it must be gone within its grace period.
+ * Meanwhile a client checks and settles without pause: every check is answered 200 (never even a
+ * 503 busy), every settle lands, and the ledger meters exactly what was delivered. Without the
+ * preStop (SIGTERM at deletion) the same run answers 503 busy: the control. Then the guard, under
+ * steady tunnels, as the renderers reach it through its Service.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import t from 'tap';
+import { parse } from 'yaml';
+import { ROOT, named, render, type K8sObject } from '../helm.ts';
+import { runTintype, startPolicyProcess, type PolicyProcess } from '../policy/process.ts';
+import { spawnTintype } from '../tintype.ts';
+import { imageConfig, tintypeImage } from './tintype-image.ts';
+import { podPlans } from './wiring/pods.ts';
+import { runMigrationJob } from './wiring/migrate.ts';
+import { policyCluster, type Answer } from './rollout/policy-cluster.ts';
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+t.setTimeout(240_000);
+
+const PG_ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
+const DB = `tintype_rollout_${process.pid}_${randomBytes(3).toString('hex')}`;
+const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-rollout-'));
+/** Longer than the bootstrap's DNS refresh (5 s), as the default (15 s) is; short for a test. */
+const DRAIN_WAIT_S = 7;
+
+let objects: K8sObject[] = [];
+let policyEnv: Record<string, string> = {};
+let key = '';
+let keyId = '';
+
+t.before(async () => {
+  const admin = new pg.Client({ connectionString: PG_ADMIN });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${DB}`);
+  await admin.end();
+  const values = ['--set', [
+    `secrets.databaseUrl=postgres://postgres@127.0.0.1:5432/${DB}`, 'secrets.redisUrl=redis://127.0.0.1:6379/9',
+    `drainWaitSeconds=${DRAIN_WAIT_S}`,
+  ].join(',')];
+  objects = await render('default-values.yaml', values);
+  const image = { name: tintypeImage('default-values.yaml'), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
+  const plan = podPlans(objects, image, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' })).find((p) => p.component === 'policy')!;
+  // Two pods on one machine: the ports are the OS's choice; the rest as rendered.
+  policyEnv = { ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LOG_LEVEL: 'info' };
+  t.equal(policyEnv['TINTYPE_MIGRATE'], 'wait', 'policy waits for the schema');
+  // The hook Job, as rendered: `tintype migrate` with its own Secret's DATABASE_URL.
+  await runMigrationJob(objects, (env, argv) => {
+    const r = runTintype(argv.slice(1), env);
+    let out = '';
+    return { exited: r.then((x) => { out = x.stdout + x.stderr; return x.code; }), output: () => out };
+  });
+  const made = await runTintype(['keys', 'create', '--plan', 'scale', '--name', 'rollout'], policyEnv);
+  key = /^secret: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
+  keyId = /^id: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
+  if (key === '') throw new Error(`keys create: ${made.stderr}`);
+});
+
+t.teardown(async () => {
+  const admin = new pg.Client({ connectionString: PG_ADMIN });
+  admin.on('error', () => {});
+  await admin.connect();
+  try { await admin.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`); } finally { await admin.end(); }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function get(port: number, p: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path: p, agent: false, timeout: 300_000 }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.once('error', () => resolve(0));
+  });
+}
+
+async function startPod(name: string): Promise<PolicyProcess & { name: string }> {
+  const p = await startPolicyProcess({ ...policyEnv, TINTYPE_DATA_DIR: path.join(dir, name) });
+  // The readiness probe, as rendered, before the pod joins the endpoints.
+  for (let i = 0; (await get(p.adminPort, '/healthz/ready')) !== 200; i++) {
+    if (i > 600) throw new Error(`${name} never ready`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return Object.assign(p, { name });
+}
+
+interface Run { checks: Answer[]; settles: Answer[]; deletedAt: number; oldServedAfterDeletion: number; exitedWithinGrace: boolean }
+
+/** One rollout of policy under steady check-and-settle traffic; `preStop` false skips the hook. */
+async function rollout(preStop: boolean): Promise<Run> {
+  const deployment: any = named(objects, 'Deployment', 'tt-policy');
+  const spec = deployment.spec.template.spec;
+  const hook = spec.containers[0].lifecycle.preStop.httpGet;
+  const graceS: number = spec.terminationGracePeriodSeconds;
+  const envoy = parse((named(objects, 'ConfigMap', 'tt-envoy') as any).data['envoy.yaml']);
+  const cluster = policyCluster(envoy);
+  const old = await startPod(`old-${preStop}`);
+  cluster.join(old);
+  cluster.refresh();
+  const checks: Answer[] = [];
+  const settles: Answer[] = [];
+  let running = true;
+  const traffic = (async () => {
+    while (running) {
+      const a = await cluster.check('/v1/ping', `Bearer ${key}`);
+      checks.push({ ...a, at: Date.now() });
+      const lease = a.headers['x-tintype-lease'];
+      if (a.status === 200 && typeof lease === 'string') {
+        settles.push(await cluster.settle(JSON.stringify({ lease, status: 200 })).catch((err: Error) => ({ status: 0, headers: {}, body: err.message })));
+      }
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 1_000));
+  // maxSurge: the new pod first, into the endpoints once ready.
+  const next = await startPod(`new-${preStop}`);
+  cluster.join(next);
+  cluster.refresh();
+  // The old pod is deleted: out of the endpoints; the kubelet runs its preStop, then SIGTERM.
+  // Envoy re-resolves the name at the latest one refresh interval later: then, the worst case.
+  const deletedAt = Date.now();
+  cluster.leave(old.name);
+  let preStopAnswered = false;
+  let exitedWithinGrace = false;
+  if (preStop) {
+    const path = String(hook.path);
+    const answered = get(old.adminPort, path).then((s) => { preStopAnswered = true; return s; });
+    await new Promise((r) => setTimeout(r, cluster.timing.refreshMs));
+    t.notOk(preStopAnswered, `the preStop still holds the pod serving when Envoy re-resolves (${cluster.timing.refreshMs} ms)`);
+    cluster.refresh();
+    t.equal(await answered, 200, `the preStop (GET ${path} on the admin port) answered`);
+    exitedWithinGrace = await Promise.race([old.kill('SIGTERM').then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceS * 1000))]);
+  } else {
+    // SIGTERM at once; Envoy still holds the host until its refresh: let a check meet it first.
+    exitedWithinGrace = await Promise.race([old.kill('SIGTERM').then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceS * 1000))]);
+    const seen = checks.length;
+    while (checks.length < seen + 3) await new Promise((r) => setTimeout(r, 50));
+    cluster.refresh();
+  }
+  await new Promise((r) => setTimeout(r, 2_000));
+  running = false;
+  await traffic;
+  cluster.close();
+  await next.kill('SIGTERM');
+  const oldServedAfterDeletion = checks.filter((c) => c.host === old.name && (c.at ?? 0) > deletedAt).length;
+  return { checks, settles, deletedAt, oldServedAfterDeletion, exitedWithinGrace };
+}
+
+async function meteredSince(): Promise<number> {
+  const db = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:5432/${DB}` });
+  await db.connect();
+  try {
+    return Number((await db.query('SELECT count(*) AS n FROM usage WHERE key_id = $1 AND metered', [keyId])).rows[0].n);
+  } finally {
+    await db.end();
+  }
+}
+
+t.test('policy restarts under steady traffic: every check answered 200, every settle lands, the ledger meters what was delivered', async (t) => {
+  const before = await meteredSince();
+  const run = await rollout(true);
+  t.ok(run.checks.length > 20, `${run.checks.length} checks`);
+  t.same(run.checks.filter((c) => c.status !== 200).map((c) => `${c.status} ${c.body}`), [], 'no answer but 200: not even a 503 busy');
+  t.same(run.settles.filter((s) => s.status !== 200 && s.status !== 204).map((s) => `${s.status} ${s.body}`), [], 'every settle landed');
+  t.ok(run.oldServedAfterDeletion > 0, `the old pod kept serving after its deletion, through its preStop wait (${run.oldServedAfterDeletion} checks)`);
+  t.ok(run.exitedWithinGrace, 'and was gone within its grace period');
+  const delivered = run.checks.filter((c) => c.status === 200).length;
+  t.equal((await meteredSince()) - before, delivered, 'metered exactly what was delivered');
+});
+
+t.test('the control: without the preStop, SIGTERM at deletion leaves Envoy checking a pod that is gone: 503 busy', async (t) => {
+  const run = await rollout(false);
+  const busy = run.checks.filter((c) => c.status === 503);
+  t.ok(busy.length > 0, `${busy.length} checks answered 503 busy`);
+  for (const b of busy) t.equal(b.headers['retry-after'], '1', 'busy carries retry-after: 1');
+});
+
+/**
+ * The guard's rollout: renderers reach it through its ClusterIP Service (kube-proxy: a new
+ * connection goes to a pod in the endpoints; one already open stays where it is). Each render's
+ * page holds a tunnel for a while; the old pod is deleted while tunnels are open and new ones keep
+ * coming: every tunnel carries its bytes to its end.
+ */
+t.test('the guard restarts under steady tunnel traffic: every tunnel carries its bytes to its end', async (t) => {
+  const rendered = await render('default-values.yaml', ['--set', [
+    `secrets.databaseUrl=postgres://postgres@127.0.0.1:5432/${DB}`, 'secrets.redisUrl=redis://127.0.0.1:6379/9',
+    `drainWaitSeconds=${DRAIN_WAIT_S}`,
+    // The test's stand-in for a public site lives on a loopback address: opened on purpose.
+    'guard.allowCidrs[0]=127.0.0.5/32',
+  ].join(',')]);
+  const image = { name: tintypeImage('default-values.yaml'), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
+  const plan = podPlans(rendered, image, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' })).find((p) => p.component === 'guard')!;
+  const spec = plan.pod;
+  const hook = plan.container.lifecycle.preStop.httpGet;
+  const env = { ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_DATA_DIR: path.join(dir, 'guard') };
+  const site = net.createServer((c) => c.pipe(c));
+  await new Promise<void>((r) => site.listen(0, '127.0.0.5', r));
+  t.teardown(() => site.close());
+  const sitePort = (site.address() as net.AddressInfo).port;
+
+  const startGuard = (): Promise<{ proc: ReturnType<typeof spawnTintype>; port: number; adminPort: number }> => new Promise((resolve, reject) => {
+    let port = 0;
+    const proc = spawnTintype('guard', env, (line) => {
+      if (line.event === 'guard.listening') port = Number(line.port);
+      if (line.event === 'guard.admin_listening') resolve({ proc, port, adminPort: Number(line.port) });
+    });
+    void proc.exited.then((code) => reject(new Error(`guard exited ${code}`)));
+  });
+  const old = await startGuard();
+  t.teardown(() => old.proc.child.kill('SIGKILL'));
+  /** The Service's endpoints as kube-proxy programs them: where a new connection goes. */
+  let endpoint = old.port;
+  const outcomes: string[] = [];
+  let running = true;
+  /** A render's page: a tunnel through the guard, 6 exchanges 150 ms apart. */
+  const tunnel = async (): Promise<void> => {
+    const socket = await new Promise<net.Socket>((resolve, reject) => {
+      http.request({ host: '127.0.0.1', port: endpoint, method: 'CONNECT', path: `127.0.0.5:${sitePort}`, agent: false })
+        .on('connect', (res, s) => (res.statusCode === 200 ? resolve(s) : reject(new Error(`CONNECT ${res.statusCode}`))))
+        .on('error', reject)
+        .end();
+    });
+    try {
+      for (let i = 0; i < 6; i++) {
+        const echoed = await new Promise<string>((resolve, reject) => {
+          socket.once('data', (d: Buffer) => resolve(d.toString('utf8')));
+          socket.once('close', () => reject(new Error('tunnel closed')));
+          socket.write(`part ${i}`);
+        });
+        if (echoed !== `part ${i}`) throw new Error(`echoed ${echoed}`);
+        await new Promise((r) => setTimeout(r, 150));
+      }
+    } finally {
+      socket.destroy();
+    }
+  };
+  const traffic = (async () => {
+    const open: Array<Promise<void>> = [];
+    while (running) {
+      open.push(tunnel().then(() => { outcomes.push('ok'); }, (err: Error) => { outcomes.push(err.message); }));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await Promise.all(open);
+  })();
+  await new Promise((r) => setTimeout(r, 1_000));
+  const next = await startGuard();
+  t.teardown(() => next.proc.child.kill('SIGKILL'));
+  for (let i = 0; (await get(next.adminPort, '/healthz/ready')) !== 200; i++) {
+    if (i > 600) throw new Error('the new guard never ready');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  // The old pod is deleted: kube-proxy sends new connections to the new pod; the kubelet runs the
+  // rendered preStop on the old one, then SIGTERM, within its grace period.
+  endpoint = next.port;
+  t.equal(await get(old.adminPort, String(hook.path)), 200, 'the preStop answered');
+  old.proc.child.kill('SIGTERM');
+  const exitedWithinGrace = await Promise.race([old.proc.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), spec.terminationGracePeriodSeconds * 1000))]);
+  running = false;
+  await traffic;
+  next.proc.child.kill('SIGTERM');
+  t.ok(outcomes.length > 10, `${outcomes.length} tunnels`);
+  t.same(outcomes.filter((o) => o !== 'ok'), [], 'every tunnel carried its bytes to its end');
+  t.ok(exitedWithinGrace, 'the old guard was gone within its grace period');
+});
