@@ -137,7 +137,13 @@ export async function measureDefaults(options: { chromium: string; slots: number
   const load0 = os.loadavg()[0]!;
   console.log(`defaults: ${options.renders} renders per figure (tintype, floor), ${options.peerRenders} per browserless figure; load: ${loadLine()}`);
   let peerSkipped: string | null = options.skipPeerReason ?? (options.peerRenders <= 0 ? '--peer-renders 0 (smoke runs it so)' : null);
-  if (peerSkipped === null) peerSkipped = (await installPeer()) ?? null;
+  if (peerSkipped === null) {
+    // Only an unreachable registry excuses the peer: anything else is a bench that cannot
+    // measure what it prints, and stops here rather than print nulls as figures.
+    const absent = await installPeer();
+    if (absent !== undefined && !absent.offline) throw new Error(`render: the browserless peer cannot be measured: ${absent.reason}`);
+    peerSkipped = absent?.reason ?? null;
+  }
   // Started together: the service's start-up is most of this part's time in a smoke run.
   const [started, launched] = await Promise.allSettled([
     startService(options.chromium, options.slots),
@@ -160,14 +166,10 @@ export async function measureDefaults(options: { chromium: string; slots: number
         peers.push({ name: 'browserless', peer: await startPeer('/usr/bin/chromium', { concurrent: 2, shell: false }) });
         peers.push({ name: 'browserless_shell', peer: await startPeer('/usr/lib/chromium/chromium-headless-shell', { concurrent: 2, shell: true }) });
       } catch (err) {
-        peerSkipped = `browserless ${PEER_VERSION} did not start: ${err instanceof Error ? err.message.slice(0, 300) : String(err)}`;
+        throw new Error(`render: the browserless peer cannot be measured: browserless ${PEER_VERSION} did not start: ${err instanceof Error ? err.message.slice(0, 1000) : String(err)}`);
       }
     }
-    if (peerSkipped !== null) {
-      for (const p of peers) await p.peer.stop();
-      peers.length = 0;
-      process.stderr.write(`render: the browserless comparison is skipped: ${peerSkipped}\n`);
-    }
+    if (peerSkipped !== null) process.stderr.write(`render: the browserless comparison is skipped: ${peerSkipped}\n`);
     const ours: Side = { name: 'defaults', render: (k, h) => serviceRender(service, k, h), cpu: () => treeCpuByKind(service.child.pid!) };
     const sides: Array<{ side: Side; renders: number }> = [
       { side: ours, renders: options.renders },
