@@ -290,9 +290,9 @@ async function profilePhases(): Promise<void> {
         let workEnded = 0;
         await pool.render({
           deadline: Date.now() + 30_000,
-          run: async ({ page }) => {
+          run: async (ctx) => {
             note('to_page_work', asked);
-            await steps(page, smallDocument());
+            await steps(await ctx.page(), smallDocument());
             workEnded = performance.now();
           },
         });

@@ -1,14 +1,15 @@
 /**
  * One running Chromium with its relays and its lanes. A lane is a browser context (with one
- * page) prepared ahead of time against one lane relay, so a render never waits for a context
- * to be created; each lane serves exactly one render and is then closed and prepared afresh
- * (spec Part 1 rule 5: nothing survives a render).
+ * blank tab, prepared-page.ts) prepared ahead of time against one lane relay, so a render never
+ * waits for a context to be created; each lane serves exactly one render and is then closed and
+ * prepared afresh (spec Part 1 rule 5: nothing survives a render; docs/architecture.md §3).
  */
-import type { Browser, BrowserContext, Page } from 'puppeteer-core';
+import type { Browser, BrowserContext, CDPSession } from 'puppeteer-core';
 import { newRenderToken } from '../../lib/guard-contract.ts';
 import type { Logger } from '../../lib/log.ts';
 import { withTimeout } from './bounded-wait.ts';
 import { contextOptions } from './chromium.ts';
+import { PreparedPage } from './prepared-page.ts';
 import type { RelaySet } from './relay-set.ts';
 
 /** A prepared browser context bound to one lane relay. */
@@ -16,7 +17,7 @@ export interface Lane {
   readonly index: number;
   readonly address: string;
   context: BrowserContext | undefined;
-  page: Page | undefined;
+  page: PreparedPage | undefined;
   /**
    * The render token the lane relay stamps on this context's requests, set (and acknowledged)
    * while the lane was prepared, so a render starts without a round trip to the relay. One per
@@ -57,6 +58,8 @@ export class BrowserInstance {
   private readonly waiters = new Set<{ resolve: (lane: Lane) => void; reject: (err: unknown) => void }>();
   private readonly deathHooks = new Set<() => void>();
   private idleHooks: Array<() => void> = [];
+  /** The browser-level session lanes' tabs are made through (made once, on first use). */
+  private browserSession: Promise<CDPSession> | undefined;
 
   constructor(
     readonly generation: number,
@@ -188,7 +191,7 @@ export class BrowserInstance {
   }
 
   /** A waiting lane's page crashed before any render took it. */
-  private discardCrashed(lane: Lane, page: Page): void {
+  private discardCrashed(lane: Lane, page: PreparedPage): void {
     const at = this.ready.indexOf(lane);
     if (at < 0 || lane.page !== page) return; // in use: the render fails on its own
     this.ready.splice(at, 1);
@@ -198,6 +201,15 @@ export class BrowserInstance {
     this.logger.warn('browser.prepared_page_crashed', { generation: this.generation });
     void context?.close().catch(() => {});
     this.prepare(lane);
+  }
+
+  /** The browser-level session, made once; a failed attempt is forgotten so the next one retries. */
+  private session(): Promise<CDPSession> {
+    this.browserSession ??= this.browser.target().createCDPSession().catch((err: unknown) => {
+      this.browserSession = undefined;
+      throw err;
+    });
+    return this.browserSession;
   }
 
   private rejectWaiters(): void {
@@ -212,7 +224,7 @@ export class BrowserInstance {
       // The context is kept only once the lane holds it; every other way out closes it here.
       let offered = false;
       try {
-        const page = await context.newPage();
+        const page = await PreparedPage.open(this.browser, await this.session(), context.id);
         if (this.dead || this.retired) return;
         // The next render's name, applied before the lane is offered (the relay acknowledges it),
         // so the render's first request already carries it. Nothing in this context has run yet.
@@ -235,11 +247,9 @@ export class BrowserInstance {
   }
 
   /** Hands a freshly prepared lane to a render waiting for one, or keeps it ready. */
-  private offer(lane: Lane, page: Page): void {
-    // alert/confirm/prompt would stop the page until the deadline; nobody is there to answer.
-    page.on('dialog', (dialog) => void dialog.dismiss().catch(() => {}));
+  private offer(lane: Lane, page: PreparedPage): void {
     // A prepared page whose renderer process died is useless: prepare the lane afresh.
-    page.once('error', () => this.discardCrashed(lane, page));
+    page.onGone(() => this.discardCrashed(lane, page));
     const waiter = this.waiters.values().next();
     if (!waiter.done) {
       this.waiters.delete(waiter.value);
