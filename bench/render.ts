@@ -42,10 +42,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import puppeteer, { type Browser } from 'puppeteer-core';
 import { createLogger } from '../lib/log.ts';
 import { createGuard, DnsFailure } from '../guard/index.ts';
-import { chromiumExecutable, createBrowserPool } from '../renderer/browser/index.ts';
+import { chromiumExecutable, createBrowserPool, type RenderContext } from '../renderer/browser/index.ts';
 import { descendants } from '../test/renderer/server/procs.ts';
 import { createMemoryCgroup, type MemoryCgroup } from './cgroup.ts';
 import { percentile, printMachine, round2, treeCpuSeconds } from './machine.ts';
@@ -274,14 +274,19 @@ async function profilePhases(): Promise<void> {
         (phases[name] ??= []).push(now - since);
         return now;
       };
-      const steps = async (page: Page, html: string): Promise<void> => {
+      // The hot path's own steps (renderer/operations: html-to-image and pdf at their defaults).
+      const steps = async (ctx: RenderContext, html: string): Promise<void> => {
         let at = performance.now();
-        await page.setViewport(kind === 'pdf' ? { width: 1280, height: 800 } : { width: 800, height: 600 });
+        await ctx.cdp.setViewport(kind === 'pdf' ? { width: 1280, height: 800, deviceScaleFactor: 1 } : { width: 800, height: 600, deviceScaleFactor: 1 });
         at = note('set_viewport', at);
-        await page.setContent(html, { waitUntil: 'load' });
+        await ctx.cdp.writeMarkup(html, 'load', ctx.signal);
         at = note('set_content', at);
-        if (kind === 'pdf') await page.pdf({ printBackground: true });
-        else await page.screenshot({ type: 'png', captureBeyondViewport: false });
+        if (kind === 'pdf') {
+          const { stream } = await ctx.cdp.session.send('Page.printToPDF', { transferMode: 'ReturnAsStream', printBackground: true });
+          for (let eof = false; !eof;) eof = (await ctx.cdp.session.send('IO.read', { handle: stream! })).eof;
+        } else {
+          await ctx.cdp.session.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: false });
+        }
         note('capture', at);
       };
       for (let i = 0; i < 10 + RENDERS; i++) {
@@ -292,7 +297,7 @@ async function profilePhases(): Promise<void> {
           deadline: Date.now() + 30_000,
           run: async (ctx) => {
             note('to_page_work', asked);
-            await steps(await ctx.page(), smallDocument());
+            await steps(ctx, smallDocument());
             workEnded = performance.now();
           },
         });
