@@ -19,7 +19,7 @@ import type { BrowserPool, BrowserPoolOptions, PoolStats, RenderJob, RenderResul
 import { Verification } from './verification.ts';
 
 /** Lanes (prepared contexts) per slot: one rendering, one ready for the slot's next render. */
-const LANES_PER_SLOT = 2;
+const LANES_PER_SLOT = 3;
 /** How long stop() lets the renders in flight finish. */
 const STOP_DRAIN_MS = 10_000;
 
