@@ -210,21 +210,13 @@ function networkQuiet(page: Page): { quiet(timeoutMs: number): Promise<void>; di
 }
 
 /**
- * Whether a markup render runs on the raw-CDP tab alone (renderer/browser/prepared-page.ts):
- * every `waitUntil` but `networkidle`, which counts requests through puppeteer's Page.
- */
-export function rawMarkup(waitUntil: WaitUntil): waitUntil is Exclude<WaitUntil, 'networkidle'> {
-  return waitUntil !== 'networkidle';
-}
-
-/**
  * Writes `html` into the render's blank page. The page stays `about:blank` with its opaque
  * origin, so relative URLs resolve against nothing and fetch nothing (spec 4.3 rule 4).
  * `networkidle` goes through the tab's puppeteer Page; the rest over raw CDP.
  */
 export async function writeMarkup(ctx: RenderContext, html: string, waitUntil: WaitUntil, deadline: number): Promise<void> {
   await inSpan('navigate', { 'tintype.wait_until': waitUntil, 'tintype.html_length': html.length }, async () => {
-    if (rawMarkup(waitUntil)) {
+    if (waitUntil !== 'networkidle') {
       try {
         await ctx.cdp.writeMarkup(html, waitUntil, ctx.signal);
       } catch (err) {

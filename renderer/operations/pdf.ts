@@ -1,9 +1,9 @@
 /** POST /v1/pdf (spec 4.4): a URL or markup to PDF, laid out in a 1280 × 800 viewport first. */
-import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
-import type { PdfRequest } from '../schemas/index.ts';
 import type { CDPSession } from 'puppeteer-core';
 import { parsePDFOptions } from 'puppeteer-core/internal/common/util.js';
-import { capture, navigate, rawMarkup, remaining, writeMarkup } from './page-work.ts';
+import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
+import type { PdfRequest } from '../schemas/index.ts';
+import { capture, navigate, writeMarkup } from './page-work.ts';
 import { inSpan } from './telemetry.ts';
 import type { RenderContext } from './types.ts';
 
@@ -34,7 +34,7 @@ async function readBounded(stream: ReadableStream<Uint8Array>, maxBytes: number)
 /** Resolves in the page once its fonts are loaded (puppeteer's `waitForFonts`, on by default). */
 const FONTS_READY = 'document.fonts.ready.then(() => true)';
 
-/** Chromium's PDF of the raw-CDP tab, as puppeteer's createPDFStream asks for it, read as it streams. */
+/** Chromium's PDF of the tab over raw CDP, asked for as puppeteer's createPDFStream asks, read as it streams. */
 async function rawPdf(ctx: RenderContext, req: PdfRequest, maxBytes: number): Promise<Buffer> {
   const { session } = ctx.cdp;
   const o = parsePDFOptions({
@@ -72,50 +72,24 @@ function protocolStream(session: CDPSession, handle: string): ReadableStream<Uin
   });
 }
 
-/** Chromium refuses ranges past the last page or backwards ("5-3"): the caller's input (README, "Decisions"). */
-function pageRangeRefusal(err: unknown): unknown {
-  if (err instanceof Error && /page range/i.test(err.message)) {
-    return new ValidationFailure([{ path: 'pageRanges', message: 'pageRanges names pages the document does not have' }]);
-  }
-  return err;
-}
-
-/** The page work of pdf: markup over raw CDP (the default), a URL or network idle through the tab's Page. */
+/** The page work of pdf, on the prepared tab (renderer/browser/prepared-page.ts): a URL is loaded under the navigation rules through the tab's puppeteer Page, markup written over raw CDP; the print is raw CDP either way. */
 export async function pdfWork(ctx: RenderContext, req: PdfRequest, deadline: number, maxBytes: number): Promise<Buffer> {
-  if (req.url === undefined && rawMarkup(req.waitUntil)) {
-    await ctx.cdp.setViewport({ ...PDF_VIEWPORT, deviceScaleFactor: 1 });
-    // Chromium prints with print media already; only `screen` needs emulating.
-    if (req.media === 'screen') await ctx.cdp.session.send('Emulation.setEmulatedMedia', { media: 'screen' });
-    await writeMarkup(ctx, req.html ?? '', req.waitUntil, deadline);
-    const bytes = await capture({ 'tintype.format': req.format, 'tintype.landscape': req.landscape }, async () => {
-      try {
-        return await rawPdf(ctx, req, maxBytes);
-      } catch (err) {
-        throw pageRangeRefusal(err);
-      }
-    });
-    return inSpan('encode', { 'tintype.bytes': bytes.byteLength }, async () => bytes);
-  }
-  const page = await ctx.page();
-  await page.setViewport(PDF_VIEWPORT);
-  if (req.media === 'screen') await page.emulateMediaType('screen');
+  const { cdp } = ctx;
+  await cdp.setViewport({ ...PDF_VIEWPORT, deviceScaleFactor: 1 });
+  // Chromium prints with print media already; only `screen` needs emulating.
+  if (req.media === 'screen') await cdp.session.send('Emulation.setEmulatedMedia', { media: 'screen' });
   if (req.url !== undefined) await navigate(ctx, req.url, req.waitUntil, deadline);
   else await writeMarkup(ctx, req.html ?? '', req.waitUntil, deadline);
   const bytes = await capture({ 'tintype.format': req.format, 'tintype.landscape': req.landscape }, async () => {
     try {
-      const stream = await page.createPDFStream({
-        format: req.format,
-        landscape: req.landscape,
-        printBackground: req.printBackground,
-        scale: req.scale,
-        ...(req.margin !== undefined ? { margin: { ...req.margin } } : {}),
-        ...(req.pageRanges !== undefined ? { pageRanges: req.pageRanges } : {}),
-        preferCSSPageSize: req.preferCSSPageSize,
-        timeout: remaining(deadline),
-      });
-      return await readBounded(stream, maxBytes);
+      return await rawPdf(ctx, req, maxBytes);
     } catch (err) {
-      throw pageRangeRefusal(err);
+      // Chromium refuses ranges past the last page or backwards ("5-3"): the caller's input, not
+      // a render failure (README, "Decisions").
+      if (err instanceof Error && /page range/i.test(err.message)) {
+        throw new ValidationFailure([{ path: 'pageRanges', message: 'pageRanges names pages the document does not have' }]);
+      }
+      throw err;
     }
   });
   return inSpan('encode', { 'tintype.bytes': bytes.byteLength }, async () => bytes);
