@@ -11,13 +11,13 @@
  * with the context after the render.
  *
  * It works over whatever transport puppeteer-core's connection has (a pipe, a socket): only
- * `CDPSession.send` and its events are used.
+ * `CDPSession.send`, its events and the connection's `session(id)` are used.
  */
 import type { Browser, CDPSession, Page, Target } from 'puppeteer-core';
 import { untilAborted } from './bounded-wait.ts';
 
 /** The viewport every lane is prepared with: spec 4.3's default size and the pdf layout (4.4 rule 1). */
-export const PREPARED_VIEWPORT: Readonly<Viewport> = { width: 1280, height: 800, deviceScaleFactor: 1 };
+const PREPARED_VIEWPORT: Readonly<Viewport> = { width: 1280, height: 800, deviceScaleFactor: 1 };
 
 export interface Viewport {
   width: number;
@@ -88,11 +88,6 @@ export class PreparedPage {
     }
   }
 
-  /** True once the tab crashed or closed. */
-  isGone(): boolean {
-    return this.gone;
-  }
-
   /** Runs `hook` when the tab crashes or closes; returns the way to cancel it. */
   onGone(hook: () => void): () => void {
     if (this.gone) {
@@ -142,6 +137,7 @@ export class PreparedPage {
   /** The puppeteer Page of this tab, made on first use (for the renders the raw path does not drive). */
   page(): Promise<Page> {
     this.puppeteerPage ??= (async () => {
+      // puppeteer-core's Target names no id in its public types; its own field is the target's id.
       const isThis = (t: Target): boolean => (t as unknown as { _targetId: string })._targetId === this.targetId;
       const target = this.browser.targets().find(isThis) ?? (await this.browser.waitForTarget(isThis, { timeout: 5_000 }));
       const page = await target.page();
