@@ -37,6 +37,11 @@ export interface HeldLane {
 export const INSTANCE_GONE = new Error('browser instance gone');
 
 const CONTEXT_CLOSE_TIMEOUT_MS = 5_000;
+/**
+ * Prepared lanes kept ready while renders run; spent lanes beyond them are prepared once the
+ * browser is idle, so preparing competes with no render (docs/architecture.md §3).
+ */
+const READY_WHILE_BUSY = 2;
 const PREPARE_RETRY_MS = 250;
 
 export class BrowserInstance {
@@ -55,6 +60,10 @@ export class BrowserInstance {
 
   private readonly lanes: Lane[];
   private readonly ready: Lane[] = [];
+  /** Lanes closed after their render, to be prepared afresh (see READY_WHILE_BUSY). */
+  private readonly spent: Lane[] = [];
+  /** Lanes being prepared right now. */
+  private preparing = 0;
   private readonly waiters = new Set<{ resolve: (lane: Lane) => void; reject: (err: unknown) => void }>();
   private readonly deathHooks = new Set<() => void>();
   private idleHooks: Array<() => void> = [];
@@ -87,8 +96,11 @@ export class BrowserInstance {
   take(signal: AbortSignal): Promise<Lane> {
     if (this.dead || this.retired) return Promise.reject(INSTANCE_GONE);
     const lane = this.ready.shift();
-    if (lane !== undefined) return Promise.resolve(lane);
-    return new Promise<Lane>((resolve, reject) => {
+    if (lane !== undefined) {
+      this.replenish();
+      return Promise.resolve(lane);
+    }
+    const waiting = new Promise<Lane>((resolve, reject) => {
       const waiter = {
         resolve: (l: Lane) => {
           signal.removeEventListener('abort', onAbort);
@@ -106,6 +118,8 @@ export class BrowserInstance {
       signal.addEventListener('abort', onAbort, { once: true });
       this.waiters.add(waiter);
     });
+    this.replenish();
+    return waiting;
   }
 
   /**
@@ -140,7 +154,8 @@ export class BrowserInstance {
         return false;
       }
     }
-    this.prepare(lane);
+    this.spent.push(lane);
+    this.replenish();
     return true;
   }
 
@@ -163,6 +178,7 @@ export class BrowserInstance {
   /** Called by the pool when a render leaves this browser. */
   renderEnded(): void {
     this.inFlight -= 1;
+    this.replenish();
     if (this.inFlight === 0) {
       const hooks = this.idleHooks;
       this.idleHooks = [];
@@ -217,8 +233,26 @@ export class BrowserInstance {
     this.waiters.clear();
   }
 
+  /**
+   * Prepares spent lanes: all of them once no render is in flight; while renders run, only as
+   * many as keep READY_WHILE_BUSY ready (or on their way), and at once for a render waiting.
+   */
+  private replenish(): void {
+    while (this.spent.length > 0) {
+      const idle = this.inFlight === 0;
+      if (!idle && this.waiters.size === 0 && this.ready.length + this.preparing >= READY_WHILE_BUSY) return;
+      this.prepare(this.spent.shift()!);
+    }
+  }
+
   private prepare(lane: Lane): void {
     if (this.dead || this.retired) return;
+    this.preparing += 1;
+    let counted = true;
+    const done = (): void => {
+      if (counted) this.preparing -= 1;
+      counted = false;
+    };
     void (async () => {
       const context = await this.browser.createBrowserContext(contextOptions(lane.address));
       // The context is kept only once the lane holds it; every other way out closes it here.
@@ -235,11 +269,14 @@ export class BrowserInstance {
         lane.context = context;
         lane.page = page;
         offered = true;
+        done();
         this.offer(lane, page);
       } finally {
+        done();
         if (!offered) await context.close().catch(() => {});
       }
     })().catch((err: unknown) => {
+      done();
       if (this.dead || this.retired) return;
       this.logger.warn('browser.prepare_failed', { generation: this.generation, detail: (err as Error).message });
       setTimeout(() => this.prepare(lane), PREPARE_RETRY_MS).unref();
