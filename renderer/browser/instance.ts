@@ -269,7 +269,6 @@ export class BrowserInstance {
         lane.context = context;
         lane.page = page;
         offered = true;
-        done();
         this.offer(lane, page);
       } finally {
         done();

@@ -18,7 +18,7 @@ import { Supervisor } from './supervisor.ts';
 import type { BrowserPool, BrowserPoolOptions, PoolStats, RenderJob, RenderResult } from './types.ts';
 import { Verification } from './verification.ts';
 
-/** Lanes (prepared contexts) per slot: one rendering, one ready for the slot's next render. */
+/** Lanes (prepared contexts) per slot: one rendering, the others ready or being prepared (docs/architecture.md §3). */
 const LANES_PER_SLOT = 3;
 /** How long stop() lets the renders in flight finish. */
 const STOP_DRAIN_MS = 10_000;
