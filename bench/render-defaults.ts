@@ -34,6 +34,7 @@ export interface DefaultsFigures {
   per_s: number;
   p50_ms: number;
   p95_ms: number;
+  p99_ms: number;
   cpu_ms: number;
   bytes: number;
   cpu_ms_by_kind: Record<string, number>;
@@ -81,7 +82,7 @@ function figures(parts: Raw[]): DefaultsFigures {
   const byKind: Record<string, number> = {};
   for (const k of PROC_KINDS) if (cpu[k] !== 0) byKind[k] = round2((cpu[k] * 1000) / count);
   return {
-    per_s: round2(count / seconds), p50_ms: round2(percentile(samples, 50)), p95_ms: round2(percentile(samples, 95)),
+    per_s: round2(count / seconds), p50_ms: round2(percentile(samples, 50)), p95_ms: round2(percentile(samples, 95)), p99_ms: round2(percentile(samples, 99)),
     cpu_ms: round2((cpuTotal(cpu) * 1000) / count), bytes: Math.round(parts.reduce((a, p) => a + p.bytes, 0) / count), cpu_ms_by_kind: byKind,
   };
 }
@@ -127,6 +128,19 @@ export interface DefaultsResult {
   peerSkipped: string | null;
   /** The machine's 1-minute load average before and after: what the other tenants were doing. */
   load: [number, number];
+  /** The share of tintype's renders that found a prepared context ready (null: not readable). */
+  preparedHitRatio: number | null;
+}
+
+/** The renderer's `tintype_render_contexts_total` by `prepared`, from the service's admin metrics. */
+async function contextCounts(admin: string): Promise<{ prepared: number; made: number } | undefined> {
+  try {
+    const text = await (await fetch(`${admin}/metrics`)).text();
+    const read = (v: string): number => Number(new RegExp(`^tintype_render_contexts_total\\{prepared="${v}"\\} (\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    return { prepared: read('true'), made: read('false') };
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -137,7 +151,13 @@ export async function measureDefaults(options: { chromium: string; slots: number
   const load0 = os.loadavg()[0]!;
   console.log(`defaults: ${options.renders} renders per figure (tintype, floor), ${options.peerRenders} per browserless figure; load: ${loadLine()}`);
   let peerSkipped: string | null = options.skipPeerReason ?? (options.peerRenders <= 0 ? '--peer-renders 0 (smoke runs it so)' : null);
-  if (peerSkipped === null) peerSkipped = (await installPeer()) ?? null;
+  if (peerSkipped === null) {
+    // Only an unreachable registry excuses the peer: anything else is a bench that cannot
+    // measure what it prints, and stops here rather than print nulls as figures.
+    const absent = await installPeer();
+    if (absent !== undefined && !absent.offline) throw new Error(`render: the browserless peer cannot be measured: ${absent.reason}`);
+    peerSkipped = absent?.reason ?? null;
+  }
   // Started together: the service's start-up is most of this part's time in a smoke run.
   const [started, launched] = await Promise.allSettled([
     startService(options.chromium, options.slots),
@@ -160,14 +180,10 @@ export async function measureDefaults(options: { chromium: string; slots: number
         peers.push({ name: 'browserless', peer: await startPeer('/usr/bin/chromium', { concurrent: 2, shell: false }) });
         peers.push({ name: 'browserless_shell', peer: await startPeer('/usr/lib/chromium/chromium-headless-shell', { concurrent: 2, shell: true }) });
       } catch (err) {
-        peerSkipped = `browserless ${PEER_VERSION} did not start: ${err instanceof Error ? err.message.slice(0, 300) : String(err)}`;
+        throw new Error(`render: the browserless peer cannot be measured: browserless ${PEER_VERSION} did not start: ${err instanceof Error ? err.message.slice(0, 1000) : String(err)}`);
       }
     }
-    if (peerSkipped !== null) {
-      for (const p of peers) await p.peer.stop();
-      peers.length = 0;
-      process.stderr.write(`render: the browserless comparison is skipped: ${peerSkipped}\n`);
-    }
+    if (peerSkipped !== null) process.stderr.write(`render: the browserless comparison is skipped: ${peerSkipped}\n`);
     const ours: Side = { name: 'defaults', render: (k, h) => serviceRender(service, k, h), cpu: () => treeCpuByKind(service.child.pid!) };
     const sides: Array<{ side: Side; renders: number }> = [
       { side: ours, renders: options.renders },
@@ -178,6 +194,7 @@ export async function measureDefaults(options: { chromium: string; slots: number
       })),
     ];
     const out: Record<string, Record<string, DefaultsFigures>> = {};
+    const contexts0 = await contextCounts(service.admin);
     for (const [kind, concurrency] of [['png', 1], ['png', 2], ['pdf', 1], ['pdf', 2]] as const) {
       const halves = new Map<string, Raw[]>();
       for (const { side, renders } of sides) {
@@ -193,12 +210,19 @@ export async function measureDefaults(options: { chromium: string; slots: number
         const f = figures(halves.get(side.name)!);
         (out[side.name] ??= {})[`${kind}_c${concurrency}`] = f;
         const split = Object.entries(f.cpu_ms_by_kind).map(([k, v]) => `${k} ${v}`).join(', ');
-        cells.push(`${side.name} ${f.per_s}/s p50 ${f.p50_ms} ms CPU ${f.cpu_ms} ms (${split}) ${f.bytes} B`);
+        cells.push(`${side.name} ${f.per_s}/s p50 ${f.p50_ms} ms p99 ${f.p99_ms} ms CPU ${f.cpu_ms} ms (${split}) ${f.bytes} B`);
       }
       console.log(`defaults ${kind} c=${concurrency}: ${cells.join(' | ')}`);
     }
-    console.log(`defaults done; load: ${loadLine()}`);
-    return { sides: out, peerSkipped, load: [round2(load0), round2(os.loadavg()[0]!)] };
+    const contexts1 = await contextCounts(service.admin);
+    let preparedHitRatio: number | null = null;
+    if (contexts0 !== undefined && contexts1 !== undefined) {
+      const prepared = contexts1.prepared - contexts0.prepared;
+      const total = prepared + contexts1.made - contexts0.made;
+      if (total > 0) preparedHitRatio = round2(prepared / total);
+    }
+    console.log(`defaults done; prepared contexts found by ${preparedHitRatio === null ? 'unknown' : preparedHitRatio * 100}% of tintype's renders; load: ${loadLine()}`);
+    return { sides: out, peerSkipped, load: [round2(load0), round2(os.loadavg()[0]!)], preparedHitRatio };
   } finally {
     await browser.close().catch(() => undefined);
     await service.stop();
@@ -228,6 +252,22 @@ export function defaultsJson(r: DefaultsResult): Record<string, unknown> {
   out.floor_png_c1_per_s = fl.png_c1!.per_s;
   out.floor_png_c1_p50_ms = fl.png_c1!.p50_ms;
   out.floor_png_c2_per_s = fl.png_c2!.per_s;
+  out.defaults_png_c1_p99_ms = d.png_c1!.p99_ms;
+  out.defaults_pdf_c1_p99_ms = d.pdf_c1!.p99_ms;
+  out.floor_pdf_c1_p50_ms = fl.pdf_c1!.p50_ms;
+  out.floor_pdf_c1_per_s = fl.pdf_c1!.per_s;
+  out.floor_pdf_c2_per_s = fl.pdf_c2!.per_s;
+  out.prepared_hit_ratio = r.preparedHitRatio;
+  // The targets, as ratios to the floor in this same run (README "Performance and sizing").
+  for (const kind of ['png', 'pdf'] as const) {
+    const c1 = d[`${kind}_c1`]!;
+    const f1 = fl[`${kind}_c1`]!;
+    out[`ratio_${kind}_c1_p50_to_floor_p50`] = round2(c1.p50_ms / f1.p50_ms);
+    out[`ratio_${kind}_c1_p99_to_floor_p50`] = round2(c1.p99_ms / f1.p50_ms);
+    out[`ratio_${kind}_cpu_to_floor`] = round2(c1.cpu_ms / f1.cpu_ms);
+    out[`ratio_${kind}_c1_per_s_to_floor`] = round2(c1.per_s / f1.per_s);
+    out[`ratio_${kind}_c2_per_s_to_floor`] = round2(d[`${kind}_c2`]!.per_s / fl[`${kind}_c2`]!.per_s);
+  }
   for (const [name, side] of [['browserless', bl], ['browserless_shell', sh]] as const) {
     for (const key of ['png_c1', 'png_c2', 'pdf_c1', 'pdf_c2']) out[`${name}_${key}_per_s`] = side?.[key]?.per_s ?? null;
     out[`${name}_png_c1_p50_ms`] = side?.png_c1?.p50_ms ?? null;

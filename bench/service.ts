@@ -15,6 +15,8 @@ const PLANS = { plans: { bench: { monthlyQuota: 1_000_000_000, perMinute: 1_000_
 export interface Service {
   child: ChildProcess;
   base: string;
+  /** The admin listener (metrics, probes). */
+  admin: string;
   secret: string;
   stop(): Promise<void>;
 }
@@ -44,12 +46,13 @@ export async function startService(chromium: string, slots: number, cpuProfileDi
   // Node refuses --cpu-prof in NODE_OPTIONS: a profiled service is started by node itself.
   const profile = cpuProfileDir === undefined ? [] : [process.execPath, '--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`];
   const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', ...profile, TINTYPE, 'start'], { env: { ...env, PORT: '0', TINTYPE_ADMIN_PORT: '0' }, stdio: ['ignore', 'pipe', 'ignore'] });
-  const port = await new Promise<number>((resolve, reject) => {
+  const { port, admin } = await new Promise<{ port: number; admin: string }>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString('utf8');
       const m = /listening on http:\/\/localhost:(\d+)/.exec(out);
-      if (m !== null) resolve(Number(m[1]));
+      const a = /admin \(.*?\) on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      if (m !== null && a !== null) resolve({ port: Number(m[1]), admin: a[1]! });
     });
     child.once('exit', (code) => reject(new Error(`tintype start exited (${code}) before listening`)));
   });
@@ -62,7 +65,7 @@ export async function startService(chromium: string, slots: number, cpuProfileDi
   };
   try {
     const secret = /^secret: (\S+)$/m.exec(await tintype(['keys', 'create', '--plan', 'bench'], env))![1]!;
-    return { child, base: `http://127.0.0.1:${port}`, secret, stop };
+    return { child, base: `http://127.0.0.1:${port}`, admin, secret, stop };
   } catch (err) {
     await stop();
     throw err;

@@ -1,14 +1,15 @@
 /**
  * One running Chromium with its relays and its lanes. A lane is a browser context (with one
- * page) prepared ahead of time against one lane relay, so a render never waits for a context
- * to be created; each lane serves exactly one render and is then closed and prepared afresh
- * (spec Part 1 rule 5: nothing survives a render).
+ * blank tab, prepared-page.ts) prepared ahead of time against one lane relay, so a render never
+ * waits for a context to be created; each lane serves exactly one render and is then closed and
+ * prepared afresh (spec Part 1 rule 5: nothing survives a render; docs/architecture.md §3).
  */
-import type { Browser, BrowserContext, Page } from 'puppeteer-core';
+import type { Browser, BrowserContext, CDPSession } from 'puppeteer-core';
 import { newRenderToken } from '../../lib/guard-contract.ts';
 import type { Logger } from '../../lib/log.ts';
 import { withTimeout } from './bounded-wait.ts';
 import { contextOptions } from './chromium.ts';
+import { PreparedPage } from './prepared-page.ts';
 import type { RelaySet } from './relay-set.ts';
 
 /** A prepared browser context bound to one lane relay. */
@@ -16,7 +17,7 @@ export interface Lane {
   readonly index: number;
   readonly address: string;
   context: BrowserContext | undefined;
-  page: Page | undefined;
+  page: PreparedPage | undefined;
   /**
    * The render token the lane relay stamps on this context's requests, set (and acknowledged)
    * while the lane was prepared, so a render starts without a round trip to the relay. One per
@@ -36,6 +37,11 @@ export interface HeldLane {
 export const INSTANCE_GONE = new Error('browser instance gone');
 
 const CONTEXT_CLOSE_TIMEOUT_MS = 5_000;
+/**
+ * Prepared lanes kept ready while renders run; spent lanes beyond them are prepared once the
+ * browser is idle, so preparing competes with no render (docs/architecture.md §3).
+ */
+const READY_WHILE_BUSY = 2;
 const PREPARE_RETRY_MS = 250;
 
 export class BrowserInstance {
@@ -54,9 +60,15 @@ export class BrowserInstance {
 
   private readonly lanes: Lane[];
   private readonly ready: Lane[] = [];
+  /** Lanes closed after their render, to be prepared afresh (see READY_WHILE_BUSY). */
+  private readonly spent: Lane[] = [];
+  /** Lanes being prepared right now. */
+  private preparing = 0;
   private readonly waiters = new Set<{ resolve: (lane: Lane) => void; reject: (err: unknown) => void }>();
   private readonly deathHooks = new Set<() => void>();
   private idleHooks: Array<() => void> = [];
+  /** The browser-level session lanes' tabs are made through (made once, on first use). */
+  private browserSession: Promise<CDPSession> | undefined;
 
   constructor(
     readonly generation: number,
@@ -84,8 +96,11 @@ export class BrowserInstance {
   take(signal: AbortSignal): Promise<Lane> {
     if (this.dead || this.retired) return Promise.reject(INSTANCE_GONE);
     const lane = this.ready.shift();
-    if (lane !== undefined) return Promise.resolve(lane);
-    return new Promise<Lane>((resolve, reject) => {
+    if (lane !== undefined) {
+      this.replenish();
+      return Promise.resolve(lane);
+    }
+    const waiting = new Promise<Lane>((resolve, reject) => {
       const waiter = {
         resolve: (l: Lane) => {
           signal.removeEventListener('abort', onAbort);
@@ -103,6 +118,8 @@ export class BrowserInstance {
       signal.addEventListener('abort', onAbort, { once: true });
       this.waiters.add(waiter);
     });
+    this.replenish();
+    return waiting;
   }
 
   /**
@@ -137,7 +154,8 @@ export class BrowserInstance {
         return false;
       }
     }
-    this.prepare(lane);
+    this.spent.push(lane);
+    this.replenish();
     return true;
   }
 
@@ -160,6 +178,7 @@ export class BrowserInstance {
   /** Called by the pool when a render leaves this browser. */
   renderEnded(): void {
     this.inFlight -= 1;
+    this.replenish();
     if (this.inFlight === 0) {
       const hooks = this.idleHooks;
       this.idleHooks = [];
@@ -188,7 +207,7 @@ export class BrowserInstance {
   }
 
   /** A waiting lane's page crashed before any render took it. */
-  private discardCrashed(lane: Lane, page: Page): void {
+  private discardCrashed(lane: Lane, page: PreparedPage): void {
     const at = this.ready.indexOf(lane);
     if (at < 0 || lane.page !== page) return; // in use: the render fails on its own
     this.ready.splice(at, 1);
@@ -200,19 +219,46 @@ export class BrowserInstance {
     this.prepare(lane);
   }
 
+  /** The browser-level session, made once; a failed attempt is forgotten so the next one retries. */
+  private session(): Promise<CDPSession> {
+    this.browserSession ??= this.browser.target().createCDPSession().catch((err: unknown) => {
+      this.browserSession = undefined;
+      throw err;
+    });
+    return this.browserSession;
+  }
+
   private rejectWaiters(): void {
     for (const w of this.waiters) w.reject(INSTANCE_GONE);
     this.waiters.clear();
   }
 
+  /**
+   * Prepares spent lanes: all of them once no render is in flight; while renders run, only as
+   * many as keep READY_WHILE_BUSY ready (or on their way), and at once for a render waiting.
+   */
+  private replenish(): void {
+    while (this.spent.length > 0) {
+      const idle = this.inFlight === 0;
+      if (!idle && this.waiters.size === 0 && this.ready.length + this.preparing >= READY_WHILE_BUSY) return;
+      this.prepare(this.spent.shift()!);
+    }
+  }
+
   private prepare(lane: Lane): void {
     if (this.dead || this.retired) return;
+    this.preparing += 1;
+    let counted = true;
+    const done = (): void => {
+      if (counted) this.preparing -= 1;
+      counted = false;
+    };
     void (async () => {
       const context = await this.browser.createBrowserContext(contextOptions(lane.address));
       // The context is kept only once the lane holds it; every other way out closes it here.
       let offered = false;
       try {
-        const page = await context.newPage();
+        const page = await PreparedPage.open(this.browser, await this.session(), context.id);
         if (this.dead || this.retired) return;
         // The next render's name, applied before the lane is offered (the relay acknowledges it),
         // so the render's first request already carries it. Nothing in this context has run yet.
@@ -225,9 +271,11 @@ export class BrowserInstance {
         offered = true;
         this.offer(lane, page);
       } finally {
+        done();
         if (!offered) await context.close().catch(() => {});
       }
     })().catch((err: unknown) => {
+      done();
       if (this.dead || this.retired) return;
       this.logger.warn('browser.prepare_failed', { generation: this.generation, detail: (err as Error).message });
       setTimeout(() => this.prepare(lane), PREPARE_RETRY_MS).unref();
@@ -235,11 +283,9 @@ export class BrowserInstance {
   }
 
   /** Hands a freshly prepared lane to a render waiting for one, or keeps it ready. */
-  private offer(lane: Lane, page: Page): void {
-    // alert/confirm/prompt would stop the page until the deadline; nobody is there to answer.
-    page.on('dialog', (dialog) => void dialog.dismiss().catch(() => {}));
+  private offer(lane: Lane, page: PreparedPage): void {
     // A prepared page whose renderer process died is useless: prepare the lane afresh.
-    page.once('error', () => this.discardCrashed(lane, page));
+    page.onGone(() => this.discardCrashed(lane, page));
     const waiter = this.waiters.values().next();
     if (!waiter.done) {
       this.waiters.delete(waiter.value);

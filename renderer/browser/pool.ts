@@ -6,6 +6,7 @@
  */
 import puppeteer from 'puppeteer-core';
 import { ServiceError } from '../../lib/errors.ts';
+import type { Counter } from '../../lib/metrics.ts';
 import { BUSY_MEAN_WINDOW_MS, type GuardState } from '../../lib/state-contract.ts';
 import { BusyWindow } from './busy-window.ts';
 import type { HeldLane } from './instance.ts';
@@ -17,8 +18,8 @@ import { Supervisor } from './supervisor.ts';
 import type { BrowserPool, BrowserPoolOptions, PoolStats, RenderJob, RenderResult } from './types.ts';
 import { Verification } from './verification.ts';
 
-/** Lanes (prepared contexts) per slot: one rendering, one ready for the slot's next render. */
-const LANES_PER_SLOT = 2;
+/** Lanes (prepared contexts) per slot: one rendering, the others ready or being prepared (docs/architecture.md §3). */
+const LANES_PER_SLOT = 3;
 /** How long stop() lets the renders in flight finish. */
 const STOP_DRAIN_MS = 10_000;
 
@@ -42,6 +43,8 @@ class Pool implements BrowserPool {
   private readonly supervisor: Supervisor;
   private readonly verification: Verification;
   private readonly tallies: TallySource;
+  /** Renders by whether they found a prepared context (`tintype_render_contexts_total`). */
+  private readonly contexts: Counter | undefined;
   private busy = 0;
   /** The busy count over time, for `/state`'s busyMean. */
   private readonly busyWindow = new BusyWindow(BUSY_MEAN_WINDOW_MS, performance.now());
@@ -81,6 +84,7 @@ class Pool implements BrowserPool {
       read: (token) => this.isolation.readTally(token),
       lost: (err) => this.verification.lost(err),
     };
+    this.contexts = registry?.counter('tintype_render_contexts_total', 'Renders by whether a prepared context was ready for them (prepared="true") or had to be made on their clock.');
     if (registry !== undefined) {
       registry.gauge('tintype_render_slots', 'Render slots of this renderer.').set(this.slots);
       const busyGauge = registry.gauge('tintype_render_slots_busy', 'Render slots in use.');
@@ -149,6 +153,7 @@ class Pool implements BrowserPool {
     let held: HeldLane | undefined;
     try {
       held = await this.supervisor.acquire(scope.signal);
+      this.contexts?.inc({ prepared: String(held.prepared) });
       const value = await scope.run(job.run, scope.enter(held));
       // Cut the lane before the final count, so nothing more is counted for this render.
       await scope.bound(held.instance.cut(held.lane));

@@ -5,11 +5,11 @@
  * from asking for a context to the context's close. Everything it sets up, end() takes down.
  */
 import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
-import type { Page } from 'puppeteer-core';
 import { ServiceError } from '../../lib/errors.ts';
 import { addTally, emptyTally, type RenderTally } from '../../lib/guard-contract.ts';
 import { untilAborted, withTimeout } from './bounded-wait.ts';
 import { INSTANCE_GONE, type HeldLane } from './instance.ts';
+import type { PreparedPage } from './prepared-page.ts';
 import type { RenderContext, RenderJob } from './types.ts';
 
 /** How long a page that failed its render has to prove it is still alive. */
@@ -69,19 +69,14 @@ export class RenderScope {
   }
 
   /** Enters the held lane and gives its page: from now the render fails when its browser dies or its page goes. */
-  enter(held: HeldLane): Page {
+  enter(held: HeldLane): PreparedPage {
     const { instance, lane } = held;
     this.span.setAttributes({ 'tintype.prepared': held.prepared, 'tintype.browser.generation': instance.generation });
     const fail = (): void => this.control.abort(new ServiceError('render_failed'));
     const page = lane.page!;
     this.unhooks.push(instance.onDeath(fail));
     // The page's renderer process crashed (or the page closed itself): nothing more will come.
-    page.once('error', fail);
-    page.once('close', fail);
-    this.unhooks.push(() => {
-      page.off('error', fail);
-      page.off('close', fail);
-    });
+    this.unhooks.push(page.onGone(fail));
     // The lane's relay already names this render (set while the lane was prepared).
     if (lane.token === undefined) throw new ServiceError('render_failed');
     this.token = lane.token;
@@ -89,8 +84,8 @@ export class RenderScope {
   }
 
   /** Runs the job's work on `page` until it settles or the render is aborted. */
-  async run<T>(run: (ctx: RenderContext) => Promise<T>, page: Page): Promise<T> {
-    const work = run({ page, signal: this.signal, tally: () => this.tally() });
+  async run<T>(run: (ctx: RenderContext) => Promise<T>, page: PreparedPage): Promise<T> {
+    const work = run({ cdp: page, page: () => this.bound(page.page()), signal: this.signal, tally: () => this.tally() });
     work.catch(() => {}); // once aborted, the page's calls reject on their own
     try {
       return await this.bound(work);
@@ -102,7 +97,7 @@ export class RenderScope {
       // A failed navigation can be the first sign of a crashed renderer, ahead of the crash
       // event: a page that no longer answers is a failed render (spec Part 7 render_failed).
       const alive = await this.bound(
-        withTimeout(page.evaluate('1'), PROBE_TIMEOUT_MS).then(
+        withTimeout(page.session.send('Runtime.evaluate', { expression: '1', returnByValue: true }), PROBE_TIMEOUT_MS).then(
           () => true,
           () => false,
         ),

@@ -14,6 +14,7 @@ import os from 'node:os';
 import ipaddr from 'ipaddr.js';
 import type { RenderJob, RenderResult } from './types.ts';
 import { listen } from '../../lib/listen.ts';
+import { untilAborted } from './bounded-wait.ts';
 
 /** What the self-test saw. */
 export interface SelfTestReport {
@@ -33,6 +34,9 @@ interface Canary {
 }
 
 const SETTLE_MS = 300;
+/** Resolves in the page once its script has tried every canary. */
+const SELF_TEST_DONE =
+  'new Promise((resolve) => { const look = () => (window.__tintypeSelfTestDone === true ? resolve(true) : setTimeout(look, 20)); look(); })';
 
 function allowedByOperator(address: string, allowCidrs: readonly string[]): boolean {
   let parsed: ipaddr.IPv4 | ipaddr.IPv6;
@@ -166,11 +170,10 @@ export async function runSelfTest(options: {
       result = await options.render({
         deadline,
         ...(options.signal === undefined ? {} : { signal: options.signal }),
-        run: async ({ page }) => {
-          await page.setContent(selfTestPage(canaries), { waitUntil: 'load', timeout: Math.max(1, deadline - Date.now()) });
-          await page.waitForFunction('window.__tintypeSelfTestDone === true', {
-            timeout: Math.max(1, deadline - Date.now()),
-          });
+        // The default renders' own path (raw CDP on the prepared tab), so it is what is proved.
+        run: async ({ cdp, signal }) => {
+          await cdp.writeMarkup(selfTestPage(canaries), 'load', signal);
+          await untilAborted(cdp.session.send('Runtime.evaluate', { expression: SELF_TEST_DONE, awaitPromise: true }), signal);
           await new Promise((r) => setTimeout(r, SETTLE_MS)); // client-side redirects fire after load
         },
       });

@@ -10,11 +10,17 @@ import type { Lifecycle } from '../../lib/lifecycle.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Registry } from '../../lib/metrics.ts';
 import type { GuardEndpoint } from './guard-endpoint.ts';
+import type { PreparedPage } from './prepared-page.ts';
 
 /** What a render's code gets: its page (in a fresh context), its abort signal and its tally so far. */
 export interface RenderContext {
-  /** A fresh page in a fresh incognito context, proxied through the guard; closed after the render. */
-  page: Page;
+  /**
+   * A fresh blank tab in a fresh incognito context, proxied through the guard, closed after the
+   * render, driven over raw CDP (prepared-page.ts): the default renders use nothing else.
+   */
+  cdp: PreparedPage;
+  /** The same tab as a puppeteer Page, made on first call (for everything the raw path does not drive). */
+  page(): Promise<Page>;
   /** Aborted when the deadline passes, the client goes away or the browser crashes. */
   signal: AbortSignal;
   /** Refusals so far for this render (asks the guard). Counts accumulate over calls. */

@@ -1,17 +1,22 @@
 /** POST /v1/html-to-image (spec 4.3): supplied markup to a PNG of exactly width×scale by height×scale. */
 import type { HtmlToImageRequest } from '../schemas/index.ts';
-import { asBuffer, capture, writeMarkup } from './page-work.ts';
+import { capture, writeMarkup } from './page-work.ts';
 import { inSpan } from './telemetry.ts';
 import type { RenderContext } from './types.ts';
 
-/** The page work of html-to-image. */
+/** A transparent default background, as puppeteer's `omitBackground` sets it. */
+const TRANSPARENT = { color: { r: 0, g: 0, b: 0, a: 0 } };
+
+/** The page work of html-to-image, on the prepared tab over raw CDP (renderer/browser/prepared-page.ts). */
 export async function htmlToImageWork(ctx: RenderContext, req: HtmlToImageRequest, deadline: number): Promise<Buffer> {
-  const { page } = ctx;
-  await page.setViewport({ width: req.width, height: req.height, deviceScaleFactor: req.deviceScaleFactor });
+  const { cdp } = ctx;
+  await cdp.setViewport({ width: req.width, height: req.height, deviceScaleFactor: req.deviceScaleFactor });
   await writeMarkup(ctx, req.html, req.waitUntil, deadline);
-  // Rule 2: no full-page option; the capture is the viewport, so anything laid out below is cut
-  // off. No clip: puppeteer would spend a round trip measuring the visual viewport for one.
-  const bytes = await capture({ 'tintype.format': 'png' }, () =>
-    page.screenshot({ type: 'png', omitBackground: req.omitBackground, captureBeyondViewport: false }));
-  return inSpan('encode', { 'tintype.bytes': bytes.byteLength }, async () => asBuffer(bytes));
+  // Rule 2: no full-page option; the capture is the viewport, so anything laid out below is cut off.
+  const bytes = await capture({ 'tintype.format': 'png' }, async () => {
+    if (req.omitBackground) await cdp.session.send('Emulation.setDefaultBackgroundColorOverride', TRANSPARENT);
+    const { data } = await cdp.session.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: false });
+    return Buffer.from(data, 'base64');
+  });
+  return inSpan('encode', { 'tintype.bytes': bytes.byteLength }, async () => bytes);
 }

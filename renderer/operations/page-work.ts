@@ -78,11 +78,12 @@ function failedDocument(last: HTTPRequest | undefined, url: string, err: unknown
  * document-refusal.ts) is 422 with the guard's reason; one that could not be loaded is 502.
  */
 export async function navigate(ctx: RenderContext, url: string, waitUntil: WaitUntil, deadline: number): Promise<void> {
+  const page = await ctx.page();
   await inSpan('navigate', { 'tintype.wait_until': waitUntil }, async () => {
-    const documents = documentRequests(ctx.page);
+    const documents = documentRequests(page);
     let response: HTTPResponse | null;
     try {
-      response = await ctx.page.goto(url, { waitUntil: LIFECYCLE[waitUntil], timeout: remaining(deadline) });
+      response = await page.goto(url, { waitUntil: LIFECYCLE[waitUntil], timeout: remaining(deadline) });
     } catch (err) {
       const mapped = asServiceError(err);
       if (mapped instanceof ServiceError) throw mapped;
@@ -98,7 +99,7 @@ export async function navigate(ctx: RenderContext, url: string, waitUntil: WaitU
       const reason = documentRefusal({ url: response.url(), answered: true, status: 403 }, await ctx.tally().catch(() => undefined));
       if (reason !== undefined) throw new ServiceError('url_rejected', { reason });
     }
-    await followTopFrame(ctx.page, waitUntil, deadline);
+    await followTopFrame(page, waitUntil, deadline);
   });
 }
 
@@ -211,21 +212,31 @@ function networkQuiet(page: Page): { quiet(timeoutMs: number): Promise<void>; di
 /**
  * Writes `html` into the render's blank page. The page stays `about:blank` with its opaque
  * origin, so relative URLs resolve against nothing and fetch nothing (spec 4.3 rule 4).
+ * `networkidle` goes through the tab's puppeteer Page; the rest over raw CDP.
  */
 export async function writeMarkup(ctx: RenderContext, html: string, waitUntil: WaitUntil, deadline: number): Promise<void> {
   await inSpan('navigate', { 'tintype.wait_until': waitUntil, 'tintype.html_length': html.length }, async () => {
+    if (waitUntil !== 'networkidle') {
+      try {
+        await ctx.cdp.writeMarkup(html, waitUntil, ctx.signal);
+      } catch (err) {
+        if (ctx.signal.aborted) throw err;
+        throw new ServiceError('render_failed');
+      }
+      return;
+    }
+    const page = await ctx.page();
     // Chromium reports no new networkIdle lifecycle event for a document written into the page,
     // so puppeteer's networkidle0 would wait out the whole budget: load, then our own count.
-    const network = waitUntil === 'networkidle' ? networkQuiet(ctx.page) : undefined;
+    const network = networkQuiet(page);
     try {
-      const event = waitUntil === 'networkidle' ? 'load' : LIFECYCLE[waitUntil];
-      await ctx.page.setContent(html, { waitUntil: event, timeout: remaining(deadline) });
-      await network?.quiet(remaining(deadline));
+      await page.setContent(html, { waitUntil: 'load', timeout: remaining(deadline) });
+      await network.quiet(remaining(deadline));
     } catch (err) {
       const mapped = asServiceError(err);
       throw mapped instanceof ServiceError ? mapped : new ServiceError('render_failed');
     } finally {
-      network?.dispose();
+      network.dispose();
     }
   });
 }

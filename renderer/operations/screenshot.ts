@@ -11,7 +11,8 @@ export function screenshotContentType(req: ScreenshotRequest): string {
 
 /** The page work of a screenshot. */
 export async function screenshotWork(ctx: RenderContext, req: ScreenshotRequest, deadline: number): Promise<Buffer> {
-  const { page } = ctx;
+  // A URL is loaded under the navigation rules, through the tab's puppeteer Page.
+  const page = await ctx.page();
   await page.setViewport({ width: req.width, height: req.height, deviceScaleFactor: req.deviceScaleFactor });
   await navigate(ctx, req.url, req.waitUntil, deadline);
   const bytes = await capture({ 'tintype.format': req.format, 'tintype.full_page': req.fullPage }, async () => {

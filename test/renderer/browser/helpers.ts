@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { Page } from 'puppeteer-core';
 import { createLogger, type Logger } from '../../../lib/log.ts';
 import { createGuard, DnsFailure, type Guard } from '../../../guard/index.ts';
-import { createBrowserPool, type BrowserPool, type BrowserPoolOptions, type GuardEndpoint } from '../../../renderer/browser/index.ts';
+import { createBrowserPool, type BrowserPool, type BrowserPoolOptions, type GuardEndpoint, type RenderContext } from '../../../renderer/browser/index.ts';
 import { processTree } from '../../../renderer/browser/process-tree.ts';
 import { launcherReport } from '../../../renderer/browser/socket-transport.ts';
 
@@ -161,7 +161,7 @@ export async function startPool(
 
 /** A render whose work is `run`, with a budget of `ms`. */
 export function job<T>(run: (page: Page) => Promise<T>, ms = 15_000, signal?: AbortSignal) {
-  return { deadline: Date.now() + ms, ...(signal === undefined ? {} : { signal }), run: ({ page }: { page: Page }) => run(page) };
+  return { deadline: Date.now() + ms, ...(signal === undefined ? {} : { signal }), run: async (ctx: RenderContext) => run(await ctx.page()) };
 }
 
 /**

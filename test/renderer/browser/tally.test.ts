@@ -114,7 +114,9 @@ t.test('the running tally a render can read mid-way adds up to the final one', a
   const pool = await startPool(t, inProcess(g));
   const r = await pool.render({
     deadline: Date.now() + 15_000,
-    run: async ({ page, tally }) => {
+    run: async (ctx) => {
+      const { tally } = ctx;
+      const page = await ctx.page();
       await page.goto(`${site.origin}/three`, { waitUntil: 'load' });
       const mid = await tally();
       await page.setContent('<img src="http://192.168.7.7/x.png">', { waitUntil: 'load' });

@@ -79,9 +79,9 @@ t.test('browser.context: under render, open during the work, ended once the cont
     pool.render({
       deadline: Date.now() + 15_000,
       run: async (ctx) => {
-        page = ctx.page;
-        await ctx.page.goto(`${site.origin}/${MARKER}`, { waitUntil: 'load' });
-        await ctx.page.setContent(`<p>${MARKER}</p>`);
+        page = await ctx.page();
+        await page.goto(`${site.origin}/${MARKER}`, { waitUntil: 'load' });
+        await page.setContent(`<p>${MARKER}</p>`);
         openDuringWork = contextSpans(trace.getActiveSpan()!.spanContext().spanId).length;
         return undefined;
       },

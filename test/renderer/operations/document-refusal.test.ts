@@ -121,7 +121,7 @@ t.teardown(async () => {
 await h.pool.render({
   deadline: Date.now() + 20_000,
   run: async (ctx) => {
-    const session = await ctx.page.browser().target().createCDPSession();
+    const session = await (await ctx.page()).browser().target().createCDPSession();
     await session.send('Security.setIgnoreCertificateErrors', { ignore: true });
   },
 });
