@@ -33,6 +33,11 @@ export interface Config {
   plansFile: string | undefined;
   chromiumPath: string | undefined;
   /**
+   * pod isolation: the browser container's launcher socket (renderer/browser/launcher/main.ts).
+   * Unset, the renderer starts the launcher itself, beside it (one machine, tests).
+   */
+  browserSocket: string | undefined;
+  /**
    * netns isolation, renderer run as root: the uid and gid Chromium runs under (one no other
    * process of the host uses; never 0, never the renderer's own).
    */
@@ -171,6 +176,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
     plansFile: raw(env, 'TINTYPE_PLANS'),
     chromiumPath: raw(env, 'CHROMIUM_PATH'),
+    browserSocket: raw(env, 'TINTYPE_BROWSER_SOCKET'),
     chromiumUid: integer(env, 'TINTYPE_CHROMIUM_UID', DEFAULT_CHROMIUM_UID, 1, 4_294_967_294),
     slots: integer(env, 'TINTYPE_SLOTS', 2, 1, 64),
     renderTimeoutMs,

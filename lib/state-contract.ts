@@ -3,7 +3,7 @@
  * admin port answers `GET /state` with its slots, and the controller reads it every poll to
  * decide how many renderers the pool needs.
  *
- * `{"slots":2,"busy":1,"busyMean":0.73,"guard":"verified"|"unverified"|"lost","draining":false}`
+ * `{"slots":2,"busy":1,"busyMean":0.73,"guard":"verified"|"unverified"|"lost","draining":false,"sandbox":true}`
  * - `busy`: slots rendering at this moment.
  * - `busyMean`: busy slots averaged over time across the last `BUSY_MEAN_WINDOW_MS` (or since the
  *   renderer started, when that is shorter). The operator scales on it: a moment's count of
@@ -13,6 +13,10 @@
  *   passed; `lost` when the guard stopped answering after it had passed (until it passes again).
  *   Only a verified renderer takes renders, so only its slots count.
  * - `draining`: the renderer is stopping and takes no new render.
+ * - `sandbox`: Chromium runs with its own sandbox (user namespaces); false when it runs with
+ *   `--no-sandbox` (the renderer's start-up log says why: `browser.sandbox_off`), or before its
+ *   first browser said. Shown, not scaled on; a report without it (a renderer from before the
+ *   field) reads as false.
  */
 
 /** The admin path of the state report. */
@@ -37,6 +41,8 @@ export interface RendererStateReport {
   busyMean: number;
   guard: GuardState;
   draining: boolean;
+  /** Absent in a report read before the field; the parser always sets it. */
+  sandbox?: boolean;
 }
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
@@ -49,7 +55,8 @@ export function parseStateReport(body: unknown): RendererStateReport | undefined
   if (!isCount(b.slots) || !isCount(b.busy) || typeof b.draining !== 'boolean') return undefined;
   if (b.busyMean !== undefined && !isMean(b.busyMean)) return undefined;
   if (!(GUARD_STATES as readonly unknown[]).includes(b.guard)) return undefined;
+  if (b.sandbox !== undefined && typeof b.sandbox !== 'boolean') return undefined;
   const busy = Math.min(b.busy, b.slots);
   const busyMean = b.busyMean === undefined ? busy : Math.min(b.busyMean, b.slots);
-  return { slots: b.slots, busy, busyMean, guard: b.guard as GuardState, draining: b.draining };
+  return { slots: b.slots, busy, busyMean, guard: b.guard as GuardState, draining: b.draining, sandbox: b.sandbox === true };
 }

@@ -19,6 +19,13 @@ export interface IsolatedBrowser {
   readonly browser: Browser;
   /** Relays of this browser alone: a lane's token names a render of this browser only. */
   readonly relays: RelaySet;
+  /**
+   * The root of Chromium's process tree in this PID namespace, when it differs from the launched
+   * process's (or there is none: a browser reached over a socket); absent when not in this namespace.
+   */
+  readonly pid?: number;
+  /** Chromium's memory as reported from where it runs (another container); absent: read from /proc here. */
+  readonly memoryBytes?: () => number;
 }
 
 /** One isolation mode: everything about a browser's launch that differs between `netns` and `pod`. */
@@ -31,6 +38,8 @@ export interface BrowserIsolation {
   start(): Promise<void>;
   /** Launches one browser behind the walls; on failure leaves nothing of it behind. */
   launch(): Promise<IsolatedBrowser>;
+  /** Whether the browsers run with Chromium's own sandbox (false until known). */
+  sandboxOn(): boolean;
   /** Reads (and clears) a render's refusal tally at the guard; rejects when the guard cannot answer. */
   readTally(token: string): Promise<RenderTally>;
   /** Closes what start() opened. */
@@ -39,7 +48,7 @@ export interface BrowserIsolation {
 
 /** What an isolation is made from. */
 export interface IsolationOptions {
-  config: Pick<Config, 'chromiumPath'> & Partial<Pick<Config, 'chromiumUid'>>;
+  config: Pick<Config, 'chromiumPath'> & Partial<Pick<Config, 'chromiumUid' | 'browserSocket'>>;
   guard: GuardEndpoint;
   logger: Logger;
   launchBrowser: LaunchBrowser;

@@ -106,6 +106,10 @@ class NetnsIsolation implements BrowserIsolation {
     return { browser, relays };
   }
 
+  sandboxOn(): boolean {
+    return this.sandbox.on;
+  }
+
   readTally(token: string): Promise<RenderTally> {
     return this.tallies!(token);
   }

@@ -1,47 +1,76 @@
 /**
  * `pod` isolation (README, "Chromium isolation"; docs/architecture.md §3): in Kubernetes, where Pod
- * Security `restricted` forbids making namespaces, the pod is the namespace and a NetworkPolicy
- * its wall. Chromium shares the renderer's network, uid and PID namespace; its relays run in
- * this process and dial the guard over TCP (`GUARD_URL`), or its socket.
+ * Security `restricted` forbids making namespaces, Chromium runs in a container of its own in the
+ * renderer's pod: another uid, no shared PID namespace, no secret in its environment or mounts,
+ * nothing of the renderer's in its filesystem. A launcher there (launcher/main.ts) starts one
+ * Chromium per connection on its unix socket, in an emptyDir both containers mount, and CDP
+ * crosses on that socket (socket-transport.ts). The relays stay in this process and dial the guard
+ * over TCP (`GUARD_URL`), or its socket; the pod's NetworkPolicy is the network wall, and Chromium
+ * reaches the pod's loopback, where the relays listen.
+ *
+ * With no `TINTYPE_BROWSER_SOCKET` (one machine, tests) the renderer starts the launcher itself,
+ * as its own child on a private socket: the same program and the same transport, without the
+ * container's walls.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import { DEFAULT_CHROMIUM_UID } from '../../lib/config.ts';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import puppeteer from 'puppeteer-core';
 import type { RenderTally } from '../../lib/guard-contract.ts';
-import { chromiumExecutable, launchOptions } from './chromium.ts';
+import { chromiumArgs } from './launcher/switches.ts';
 import { dialGuard, guardAddress, tallyReader, type GuardAddress } from './guard-endpoint.ts';
-import { decideSandbox, runningAsRoot, type BrowserIsolation, type IsolatedBrowser, type IsolationOptions } from './isolation.ts';
+import type { BrowserIsolation, IsolatedBrowser, IsolationOptions } from './isolation.ts';
+import type { SandboxVerdict } from './launcher/sandbox.ts';
 import { startRelays } from './relay-set.ts';
-import type { SandboxVerdict } from './sandbox-support.ts';
+import { connectSocketBrowser } from './socket-transport.ts';
 
-/** The pod is the namespace: relays in this process, Chromium as the renderer's own user. */
+const LAUNCHER_READY_TIMEOUT_MS = 30_000;
+const LAUNCHER_STOP_TIMEOUT_MS = 5_000;
+
+/** The pod's browser container (or a launcher of this process's own): relays here, Chromium there. */
 export function createPodIsolation(options: IsolationOptions): BrowserIsolation {
   return new PodIsolation(options);
 }
 
+/**
+ * The switches the launcher is asked for: puppeteer's defaults and the walls' own. Headless mode,
+ * profile, pipe and sandbox are the launcher's to decide.
+ */
+export function browserSwitches(refuseProxy: string): string[] {
+  return puppeteer
+    .defaultArgs({ headless: true, args: chromiumArgs({ refuseProxy, noSandbox: false }) })
+    .filter((a) => a.startsWith('--') && !a.startsWith('--headless'));
+}
+
 class PodIsolation implements BrowserIsolation {
   readonly mode = 'pod';
-  private executable = '';
-  private sandbox: SandboxVerdict = { on: false, why: 'not started' };
   private guard: GuardAddress | undefined;
   private tallies: ((token: string) => Promise<RenderTally>) | undefined;
+  private socketPath = '';
+  /** The launcher this process started (no TINTYPE_BROWSER_SOCKET), and its private directory. */
+  private local: { child: ChildProcess; dir: string; exited: Promise<void> } | undefined;
+  private verdict: SandboxVerdict | undefined;
 
   constructor(private readonly options: IsolationOptions) {}
 
   async start(): Promise<void> {
-    // Chromium shares this process's PID namespace. As PID 1 (a container with no init) this
-    // process inherits the children of a Chromium that was killed or crashed, and Node never
-    // waits for processes it did not start: they would stay zombies.
+    this.guard = guardAddress(this.options.guard, 'pod');
+    this.tallies = tallyReader(this.options.guard, this.guard);
+    const configured = this.options.config.browserSocket;
+    if (configured !== undefined) {
+      this.socketPath = configured;
+      return;
+    }
+    // The launcher's Chromium is then this process's grandchild. As PID 1 (a container with no
+    // init) this process inherits the children of a Chromium that was killed or crashed, and
+    // Node never waits for processes it did not start: they would stay zombies.
     if (process.pid === 1) {
       this.options.logger.warn('browser.no_init', { detail: 'running as PID 1: run the renderer under an init that reaps orphans (tini)' });
     }
-    this.executable = chromiumExecutable(this.options.config);
-    this.sandbox = decideSandbox(this.options.logger, {
-      isolation: 'pod',
-      asRoot: runningAsRoot(),
-      chromiumUid: this.options.config.chromiumUid ?? DEFAULT_CHROMIUM_UID,
-    });
-    this.guard = guardAddress(this.options.guard, 'pod');
-    this.tallies = tallyReader(this.options.guard, this.guard);
+    this.local = await this.startLocalLauncher();
+    this.socketPath = path.join(this.local.dir, 'cdp.sock');
   }
 
   async launch(): Promise<IsolatedBrowser> {
@@ -50,19 +79,93 @@ class PodIsolation implements BrowserIsolation {
     const guard = this.guard!;
     const relays = await startRelays({ lanes: this.options.lanes, dial: () => dialGuard(guard) });
     try {
-      const browser = await this.options.launchBrowser(
-        launchOptions({ executable: this.executable, refuseProxy: relays.refuseAddress, noSandbox: !this.sandbox.on, home: os.tmpdir() }),
-      );
-      return { browser, relays };
+      const connected = await connectSocketBrowser(this.socketPath, browserSwitches(relays.refuseAddress));
+      const { sandbox, why } = connected.launched;
+      this.noteSandbox(sandbox ? { on: true } : { on: false, why: why ?? 'the launcher gave no reason' });
+      return {
+        browser: connected.browser,
+        relays,
+        memoryBytes: connected.memoryBytes,
+        // Chromium's pid means something here only when the launcher shares this PID namespace.
+        ...(this.local !== undefined ? { pid: connected.launched.pid } : {}),
+      };
     } catch (err) {
       await relays.close().catch(() => undefined);
       throw err;
     }
   }
 
+  sandboxOn(): boolean {
+    return this.verdict?.on === true;
+  }
+
   readTally(token: string): Promise<RenderTally> {
     return this.tallies!(token);
   }
 
-  async stop(): Promise<void> {}
+  async stop(): Promise<void> {
+    const local = this.local;
+    if (local === undefined) return;
+    this.local = undefined;
+    local.child.kill('SIGTERM');
+    const timer = setTimeout(() => local.child.kill('SIGKILL'), LAUNCHER_STOP_TIMEOUT_MS);
+    await local.exited;
+    clearTimeout(timer);
+    rmSync(local.dir, { recursive: true, force: true });
+  }
+
+  /** Says once why the sandbox is off, and again only when the launcher's answer changes. */
+  private noteSandbox(verdict: SandboxVerdict): void {
+    const before = this.verdict;
+    this.verdict = verdict;
+    if (verdict.on) return;
+    if (before !== undefined && !before.on && before.why === verdict.why) return;
+    this.options.logger.warn('browser.sandbox_off', { detail: verdict.why });
+  }
+
+  /** Starts launcher/main.ts as a child on a socket in a private directory; resolves once it listens. */
+  private async startLocalLauncher(): Promise<{ child: ChildProcess; dir: string; exited: Promise<void> }> {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-browser-'));
+    const compiled = fileURLToPath(new URL('./launcher/main.js', import.meta.url));
+    const argv = existsSync(compiled)
+      ? [compiled]
+      : ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL('./launcher/main.ts', import.meta.url))];
+    const env: Record<string, string> = {
+      TINTYPE_BROWSER_SOCKET: path.join(dir, 'cdp.sock'),
+      TINTYPE_BROWSER_CONNECTIONS: String(this.options.lanes + 1),
+      TMPDIR: dir,
+      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+    };
+    if (this.options.config.chromiumPath !== undefined) env['CHROMIUM_PATH'] = this.options.config.chromiumPath;
+    for (const name of ['LANG', 'LANGUAGE', 'TZ']) if (process.env[name] !== undefined) env[name] = process.env[name]!;
+    const child = spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    let said = '';
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('the browser launcher did not start listening')), LAUNCHER_READY_TIMEOUT_MS);
+        child.stdout!.on('data', (c: Buffer) => {
+          said = (said + c.toString('utf8')).slice(-4096);
+          if (said.includes('"launcher.listening"')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        child.stderr!.on('data', (c: Buffer) => (said = (said + c.toString('utf8')).slice(-4096)));
+        void exited.then(() => {
+          clearTimeout(timer);
+          reject(new Error(`the browser launcher exited: ${said.trim().split('\n').at(-1) ?? ''}`));
+        });
+      });
+    } catch (err) {
+      child.kill('SIGKILL');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
+    // Its lines say what the renderer's own log says already (browsers started and lost).
+    child.stdout!.removeAllListeners('data').resume();
+    child.stderr!.removeAllListeners('data').resume();
+    return { child, dir, exited };
+  }
 }

@@ -87,6 +87,8 @@ class Pool implements BrowserPool {
       busyGauge.collect(() => busyGauge.set(this.busy));
       const rss = registry.gauge('tintype_browser_memory_bytes', "Memory of Chromium's processes (sum of proportional set sizes).");
       rss.collect(() => rss.set(this.supervisor.counts().browserMemoryBytes));
+      const sandbox = registry.gauge('tintype_browser_sandbox', "1 while Chromium runs with its own sandbox; 0 when it runs with --no-sandbox (the start-up log says why).");
+      sandbox.collect(() => sandbox.set(this.isolation.sandboxOn() ? 1 : 0));
       const verified = registry.gauge('tintype_guard_verified', '1 while the self-test has passed and the guard answers; 0 before, and after the guard was lost until it passes again.');
       verified.collect(() => verified.set(this.verification.passed() ? 1 : 0));
     }
@@ -124,7 +126,13 @@ class Pool implements BrowserPool {
   }
 
   stats(): PoolStats {
-    return { slots: this.slots, busy: this.busy, busyMean: this.busyWindow.mean(performance.now()), ...this.supervisor.counts() };
+    return {
+      slots: this.slots,
+      busy: this.busy,
+      busyMean: this.busyWindow.mean(performance.now()),
+      ...this.supervisor.counts(),
+      sandbox: this.isolation.sandboxOn(),
+    };
   }
 
   render<T>(job: RenderJob<T>): Promise<RenderResult<T>> {

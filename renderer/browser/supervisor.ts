@@ -52,6 +52,8 @@ export class Supervisor {
   private checkingMemory = false;
   private halted = false;
   private readonly timers = new Timers();
+  /** Browsers whose memory is reported from where they run (pod isolation: the browser container). */
+  private readonly reportedMemory = new WeakMap<BrowserInstance, () => number>();
 
   constructor(private readonly options: SupervisorOptions) {}
 
@@ -151,9 +153,11 @@ export class Supervisor {
 
   private async launchInstance(): Promise<BrowserInstance> {
     const generation = ++this.generation;
-    const { browser, relays } = await this.options.isolation.launch();
-    const pid = browser.process()?.pid ?? 0;
+    const launched = await this.options.isolation.launch();
+    const { browser, relays } = launched;
+    const pid = launched.pid ?? browser.process()?.pid ?? 0;
     const inst = new BrowserInstance(generation, browser, pid, relays, this.options.logger, (reason) => this.onLost(inst, reason));
+    if (launched.memoryBytes !== undefined) this.reportedMemory.set(inst, launched.memoryBytes);
     // Relays that stop working (their process died) leave the browser unable to reach anything.
     void relays.lost.then(() => this.onLost(inst, 'relay_lost'));
     browser.on('disconnected', () => this.onLost(inst, 'crash'));
@@ -214,11 +218,13 @@ export class Supervisor {
 
   private async checkMemory(): Promise<void> {
     const inst = this.current;
-    if (this.checkingMemory || inst === undefined || inst.pid <= 0 || inst.dead) return;
+    if (this.checkingMemory || inst === undefined || inst.dead) return;
+    const reported = this.reportedMemory.get(inst);
+    if (reported === undefined && inst.pid <= 0) return;
     // One check at a time: under load a walk of /proc can outlast the interval.
     this.checkingMemory = true;
     try {
-      this.lastMemoryBytes = await treeMemoryBytes(inst.pid);
+      this.lastMemoryBytes = reported !== undefined ? reported() : await treeMemoryBytes(inst.pid);
     } catch {
       return; // /proc unreadable this time; the next tick tries again
     } finally {

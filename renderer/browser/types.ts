@@ -48,6 +48,8 @@ export interface PoolStats {
   browserMemoryBytes: number;
   /** Fresh contexts of the current browser prepared and waiting for a render. */
   readyContexts: number;
+  /** Whether Chromium runs with its own sandbox (lib/state-contract.ts, sandbox). */
+  sandbox: boolean;
 }
 
 export interface BrowserPool extends Lifecycle {
@@ -82,7 +84,7 @@ export interface BrowserPoolOptions {
     Config,
     'chromiumPath' | 'slots' | 'renderTimeoutMs' | 'recycleAfterRenders' | 'browserMaxRssMb' | 'isolation' | 'guardAllowCidrs'
   > &
-    Partial<Pick<Config, 'chromiumUid'>>;
+    Partial<Pick<Config, 'chromiumUid' | 'browserSocket'>>;
   logger: Logger;
   registry?: Registry;
   /** The guard, started by the caller (or elsewhere: guardEndpointFromConfig). */

@@ -173,7 +173,7 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
     const stats = pool.stats();
     // A thousandth of a slot is all the decision needs, and keeps the answer short.
     const busyMean = Math.round(stats.busyMean * 1000) / 1000;
-    return { slots: stats.slots, busy: stats.busy, busyMean, guard: pool.guardState(), draining: !started };
+    return { slots: stats.slots, busy: stats.busy, busyMean, guard: pool.guardState(), draining: !started, sandbox: stats.sandbox };
   };
   const admin = http.createServer(adminHandler({
     registries: [registry],

@@ -4,6 +4,7 @@
  * limits (the renderer's memory from the README's sizing), tokens mounted for the controller only;
  * and every tintype role under tini, the image's init (README: Chromium isolation, `pod`).
  */
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { CI_VALUES, ofKind, render, ROOT, type K8sObject } from '../helm.ts';
@@ -116,22 +117,23 @@ t.test('grace periods cover the render budget and the edge margin, from the one 
   }
 });
 
-t.test('renderer: memory limit = flat + per slot × slots + /dev/shm, Chromium reaped, isolation by pod', async (t) => {
+t.test('renderer: the renderer container flat, the browser container per slot + /dev/shm, isolation by pod', async (t) => {
   for (const slots of [2, 4]) {
     const objects = await render('default-values.yaml', ['--set', `renderer.slots=${slots}`]);
     const d: any = objects.find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('-renderer'));
     const spec = d.spec.template.spec;
-    const c = spec.containers[0];
-    const expected = 384 + 160 * slots + 128;
-    t.equal(c.resources.limits.memory, `${expected}Mi`, `${slots} slots`);
-    t.equal(c.resources.requests.memory, `${expected}Mi`, 'requested as limited');
+    const c = spec.containers.find((x: any) => x.name === 'renderer');
+    const b = spec.containers.find((x: any) => x.name === 'browser');
+    t.equal(c.resources.limits.memory, '384Mi', `${slots} slots: the renderer's Node, flat`);
+    t.equal(c.resources.requests.memory, '384Mi', 'requested as limited');
+    t.equal(b.resources.limits.memory, `${160 * slots + 128}Mi`, `${slots} slots: Chromium, per slot and its /dev/shm`);
+    t.equal(b.resources.requests.memory, b.resources.limits.memory, 'requested as limited');
     t.equal(env(c)['TINTYPE_SLOTS'], String(slots));
-    const shm = c.volumeMounts.find((m: any) => m.mountPath === '/dev/shm');
+    t.equal(env(b)['TINTYPE_BROWSER_CONNECTIONS'], String(slots + 1), 'a recycled browser beside its replacement');
+    const shm = b.volumeMounts.find((m: any) => m.mountPath === '/dev/shm');
     const vol = spec.volumes.find((v: any) => v.name === shm.name);
     t.same(vol.emptyDir, { medium: 'Memory', sizeLimit: '128Mi' });
-    t.equal(spec.shareProcessNamespace, true, 'the pause process is PID 1 and reaps what outlives tini');
     t.equal(env(c)['TINTYPE_ISOLATION'], 'pod');
-    t.equal(env(c)['HOME'], '/tmp', "Chromium's profile goes to the emptyDir");
     t.equal(spec.topologySpreadConstraints[0].topologyKey, 'kubernetes.io/hostname');
     t.notOk('runtimeClassName' in spec);
     t.notOk('hostUsers' in spec);
@@ -140,6 +142,40 @@ t.test('renderer: memory limit = flat + per slot × slots + /dev/shm, Chromium r
   t.equal(hardened.spec.template.spec.runtimeClassName, 'gvisor');
   t.equal(hardened.spec.template.spec.hostUsers, false);
   t.notOk('replicas' in hardened.spec, 'the controller owns the replica count');
+});
+
+t.test('renderer: Chromium in a container of its own, with no secret, no shared process namespace, the socket the one thing shared', async (t) => {
+  for (const values of CI_VALUES) {
+    const d: any = (await render(values)).find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('-renderer'));
+    const spec = d.spec.template.spec;
+    const c = spec.containers.find((x: any) => x.name === 'renderer');
+    const b = spec.containers.find((x: any) => x.name === 'browser');
+    t.ok(b, `${values}: a browser container`);
+    t.not(spec.shareProcessNamespace, true, `${values}: no shared process namespace (the renderer's environ holds the secrets)`);
+    t.equal(b.securityContext.runAsUser, 10002, 'Chromium as a uid of its own');
+    t.not(b.securityContext.runAsUser, c.securityContext?.runAsUser ?? spec.securityContext.runAsUser);
+    t.notOk(b.envFrom, 'no envFrom');
+    t.same((b.env ?? []).filter((e: any) => e.valueFrom !== undefined), [], 'no value from a Secret (or anywhere else)');
+    t.same((b.env ?? []).map((e: any) => e.name).sort(), ['HOME', 'TINTYPE_BROWSER_CONNECTIONS', 'TINTYPE_BROWSER_SOCKET']);
+    t.match(b.image, /tintype-browser:/, 'the browser image');
+    const mounted = (x: any) => new Set((x.volumeMounts ?? []).map((m: any) => m.name));
+    const shared = [...mounted(b)].filter((n) => mounted(c).has(n));
+    t.same(shared, ['browser-socket'], 'the socket directory is all the two containers share');
+    const socketVolume = spec.volumes.find((v: any) => v.name === 'browser-socket');
+    t.ok(socketVolume.emptyDir, 'an emptyDir');
+    const socket = env(b)['TINTYPE_BROWSER_SOCKET'];
+    t.equal(env(c)['TINTYPE_BROWSER_SOCKET'], socket, 'both name the same socket');
+    t.ok(socket.startsWith(b.volumeMounts.find((m: any) => m.name === 'browser-socket').mountPath + '/'), 'in the shared directory');
+    t.equal(b.securityContext.seccompProfile.type, 'RuntimeDefault', 'by default');
+  }
+  const local: any = (await render('default-values.yaml', ['--set', 'renderer.browser.seccompProfile.type=Localhost'])).find((o) => o.kind === 'Deployment' && o.metadata.name.endsWith('-renderer'));
+  const b = local.spec.template.spec.containers.find((x: any) => x.name === 'browser');
+  t.same(b.securityContext.seccompProfile, { type: 'Localhost', localhostProfile: 'tintype-chromium.json' }, 'the Localhost profile, by value');
+  t.same(restrictedViolations(local.spec.template.spec), [], 'still restricted');
+  const profile = JSON.parse(readFileSync(path.join(ROOT, 'charts/tintype/files/seccomp/tintype-chromium.json'), 'utf8'));
+  const denied = new Set(profile.syscalls.filter((r: any) => r.action === 'SCMP_ACT_ERRNO').flatMap((r: any) => r.names));
+  for (const call of ['unshare', 'clone', 'clone3', 'chroot', 'seccomp']) t.notOk(denied.has(call), `the profile allows ${call} (Chromium's sandbox)`);
+  for (const call of ['ptrace', 'process_vm_readv', 'setns', 'mount', 'kexec_load', 'bpf', 'init_module', 'keyctl']) t.ok(denied.has(call), `the profile refuses ${call}`);
 });
 
 t.test('PodDisruptionBudgets: every serving role, unhealthy pods always evictable', async (t) => {

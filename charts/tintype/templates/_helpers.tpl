@@ -39,6 +39,17 @@ app.kubernetes.io/component: {{ .role }}
 {{- end -}}
 {{- end -}}
 
+{{/* The browser container's image (Chromium, fonts, the launcher), by digest when one is given. */}}
+{{- define "tintype.browserImage" -}}
+{{- $i := .Values.renderer.browser.image -}}
+{{- $tag := default .Chart.AppVersion $i.tag -}}
+{{- if $i.digest -}}
+{{- printf "%s:%s@%s" $i.repository $tag $i.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $i.repository $tag -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "tintype.envoyImage" -}}
 {{- $i := .Values.envoy.image -}}
 {{- if $i.digest -}}

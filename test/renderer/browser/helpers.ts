@@ -13,6 +13,7 @@ import { createLogger, type Logger } from '../../../lib/log.ts';
 import { createGuard, DnsFailure, type Guard } from '../../../guard/index.ts';
 import { createBrowserPool, type BrowserPool, type BrowserPoolOptions, type GuardEndpoint } from '../../../renderer/browser/index.ts';
 import { processTree } from '../../../renderer/browser/process-tree.ts';
+import { launcherReport } from '../../../renderer/browser/socket-transport.ts';
 
 /** The tap test object, as far as these helpers use it. */
 export interface Teardowns {
@@ -163,9 +164,12 @@ export function job<T>(run: (page: Page) => Promise<T>, ms = 15_000, signal?: Ab
   return { deadline: Date.now() + ms, ...(signal === undefined ? {} : { signal }), run: ({ page }: { page: Page }) => run(page) };
 }
 
-/** The pid puppeteer launched for the browser serving `page` (in netns isolation: the launcher). */
+/**
+ * The pid puppeteer launched for the browser serving `page` (in netns isolation: the launcher); in
+ * pod isolation, Chromium's as the launcher (this test's grandchild) reported it.
+ */
 export function launchedPid(page: Page): number {
-  const pid = page.browser().process()?.pid;
+  const pid = page.browser().process()?.pid ?? launcherReport(page.browser())?.pid;
   if (pid === undefined) throw new Error('the browser has no process');
   return pid;
 }

@@ -51,22 +51,27 @@ t.test('replaced after N renders', async (t) => {
   t.same(defunctChildren(), [], 'no zombie left');
 });
 
-t.test('replaced when its memory passes the bound', async (t) => {
-  const g = await startGuard(t);
-  const lines: string[] = [];
-  // A bound every Chromium is over: the check must notice and replace it.
-  const pool = await startPool(t, inProcess(g), {
-    config: { browserMaxRssMb: 1 },
-    lines,
-    timings: { memoryCheckMs: 100 },
+// pod: Chromium's memory is read in its own container, by the launcher, and reported over the socket.
+for (const isolation of ['netns', 'pod'] as const) {
+  t.test(`${isolation}: replaced when its memory passes the bound`, async (t) => {
+    const g = await startGuard(t);
+    const lines: string[] = [];
+    // A bound every Chromium is over: the check must notice and replace it.
+    const pool = await startPool(t, inProcess(g), {
+      config: { browserMaxRssMb: 1, isolation },
+      lines,
+      timings: { memoryCheckMs: 100 },
+    });
+    const first = (await pool.render(job(async (page) => launchedPid(page)))).value;
+    await until(() => lines.some((l) => l.includes('"browser.memory_bound"')));
+    let now = first;
+    while (now === first) now = (await pool.render(job(async (page) => launchedPid(page)))).value;
+    t.not(now, first, 'a new browser serves after the bound was passed');
+    t.ok(pool.stats().restarts >= 1);
+    const bound = JSON.parse(lines.find((l) => l.includes('"browser.memory_bound"'))!) as { rssMb: number };
+    t.ok(bound.rssMb > 1, `its memory was read (${bound.rssMb} MiB)`);
   });
-  const first = (await pool.render(job(async (page) => launchedPid(page)))).value;
-  await until(() => lines.some((l) => l.includes('"browser.memory_bound"')));
-  let now = first;
-  while (now === first) now = (await pool.render(job(async (page) => launchedPid(page)))).value;
-  t.not(now, first, 'a new browser serves after the bound was passed');
-  t.ok(pool.stats().restarts >= 1);
-});
+}
 
 for (const isolation of ['netns', 'pod'] as const) {
   t.test(`${isolation}: deadline, crash mid-render, no zombies`, async (t) => {

@@ -1,0 +1,71 @@
+/**
+ * The browser container's one program (docs/architecture.md §3): holds no secret, starts Chromium
+ * for each connection on its unix socket and bridges Chromium's CDP pipe to it. It imports only
+ * `node:` modules and its siblings, so the browser image carries it compiled beside Node, Chromium
+ * and fonts, and nothing of the renderer. Its interface (socket, environment, what each end's
+ * going does) is described in the README's operations page, "The browser container".
+ */
+import { accessSync, constants } from 'node:fs';
+import os from 'node:os';
+import { findChromium } from './executable.ts';
+import { ownSandbox } from './sandbox.ts';
+import { createLauncher, type LauncherLog } from './server.ts';
+
+const log: LauncherLog = (event, fields = {}) => {
+  process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), role: 'browser', event, ...fields })}\n`);
+};
+
+function positive(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1) {
+    log('launcher.bad_setting', { detail: `${name} must be a whole number of at least 1` });
+    process.exit(2);
+  }
+  return n;
+}
+
+async function main(): Promise<void> {
+  const socketPath = process.env['TINTYPE_BROWSER_SOCKET'];
+  if (socketPath === undefined || socketPath === '') {
+    log('launcher.bad_setting', { detail: 'TINTYPE_BROWSER_SOCKET must name the socket to create' });
+    process.exit(2);
+  }
+  const configured = process.env['CHROMIUM_PATH'];
+  let chromium: string;
+  try {
+    chromium = findChromium(configured === '' ? undefined : configured);
+    accessSync(chromium, constants.X_OK);
+  } catch (err) {
+    log('launcher.no_chromium', { detail: (err as Error).message });
+    process.exit(1);
+  }
+  const sandbox = ownSandbox();
+  if (!sandbox.on) log('launcher.sandbox_off', { detail: sandbox.why });
+  const launcher = createLauncher({
+    socketPath,
+    chromium,
+    sandbox,
+    maxBrowsers: positive('TINTYPE_BROWSER_CONNECTIONS', 4),
+    memoryReportMs: positive('TINTYPE_BROWSER_MEMORY_REPORT_MS', 2_000),
+    tmpDir: os.tmpdir(),
+    env: process.env,
+    log,
+  });
+  await launcher.start();
+  log('launcher.listening', { socket: socketPath, chromium, sandbox: sandbox.on });
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    void launcher.stop().finally(() => process.exit(0));
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+main().catch((err: unknown) => {
+  log('launcher.failed', { detail: (err as Error).message });
+  process.exit(1);
+});

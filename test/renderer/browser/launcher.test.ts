@@ -1,0 +1,205 @@
+/**
+ * The browser container's launcher (renderer/browser/launcher/main.ts; docs/architecture.md §3),
+ * run as the image runs it and spoken to as the renderer speaks to it: NUL-delimited frames on its
+ * unix socket. Each connection gets a Chromium of its own, started only with switches the launcher
+ * accepts and none of its environment but the locale; CDP crosses unchanged; the renderer's going
+ * kills its Chromium, a Chromium's going closes its connection; beyond the bound, no browser.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { frame, FrameSplitter } from '../../../renderer/browser/launcher/framing.ts';
+import { refusedSwitch } from '../../../renderer/browser/launcher/switches.ts';
+import { browserSwitches } from '../../../renderer/browser/pod-isolation.ts';
+import { alive, tempDir, until, type Teardowns } from './helpers.ts';
+
+const MAIN = fileURLToPath(new URL('../../../renderer/browser/launcher/main.ts', import.meta.url));
+
+/** A launcher started as the image starts it (no arguments), with `env`. */
+async function startLauncher(t: Teardowns, env: Record<string, string> = {}): Promise<{ socket: string; child: ChildProcess; out: () => string }> {
+  const dir = tempDir(t, 'tintype-launcher-');
+  const socket = path.join(dir, 'cdp.sock');
+  let out = '';
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+    env: { PATH: process.env['PATH']!, TMPDIR: dir, TINTYPE_BROWSER_SOCKET: socket, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  t.teardown(async () => {
+    child.kill('SIGTERM');
+    await exited;
+  });
+  await until(() => out.includes('"launcher.listening"') || child.exitCode !== null);
+  if (child.exitCode !== null) throw new Error(`the launcher exited: ${out}`);
+  return { socket, child, out: () => out };
+}
+
+/** A connection speaking the launcher's framing: frames received so far, and how to send one. */
+async function connect(socketPath: string) {
+  const socket = net.connect({ path: socketPath });
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const frames: Array<Record<string, any>> = [];
+  const splitter = new FrameSplitter();
+  let closed = false;
+  socket.on('data', (c: Buffer) => {
+    for (const m of splitter.push(c)) frames.push(JSON.parse(m) as Record<string, any>);
+  });
+  socket.on('error', () => {});
+  socket.on('close', () => (closed = true));
+  return {
+    socket,
+    frames,
+    closed: () => closed,
+    send: (message: unknown) => socket.write(frame(JSON.stringify(message))),
+    /** The first frame whose method is `method` (or whose id is `id`). */
+    next: async (match: { method?: string; id?: number }) => {
+      await until(() => closed || frames.some((f) => (match.method !== undefined ? f['method'] === match.method : f['id'] === match.id)));
+      return frames.find((f) => (match.method !== undefined ? f['method'] === match.method : f['id'] === match.id));
+    },
+  };
+}
+
+const SWITCHES = browserSwitches('127.0.0.1:9');
+
+t.test('the switches it accepts: the walls and puppeteer defaults, nothing that opens another way in', async (t) => {
+  t.equal(refusedSwitch(SWITCHES), undefined, "the renderer's own request is accepted whole");
+  const refused: Array<[string, string[]]> = [
+    ['a debugging port (CDP on the pod loopback)', ['--remote-debugging-port=9222']],
+    ['a debugging address', ['--remote-debugging-address=0.0.0.0']],
+    ['a command prefix (another program)', ['--renderer-cmd-prefix=/bin/sh -c id']],
+    ['the sandbox switched off by the asker', ['--no-sandbox']],
+    ['a profile of the asker', ['--user-data-dir=/tmp']],
+    ['a proxy elsewhere than loopback', ['--proxy-server=http://10.0.0.1:3128']],
+    ['a proxy with a scheme of its own', ['--proxy-server=socks5://127.0.0.1:1080']],
+    ['a proxy port out of range', ['--proxy-server=http://127.0.0.1:65536']],
+    ['a URL to open', ['file:///etc/passwd']],
+    ['a switch with a newline', ['--hide-scrollbars\n--no-sandbox']],
+    ['not a list', 'x' as unknown as string[]],
+  ];
+  for (const [name, args] of refused) t.type(refusedSwitch(args), 'string', name);
+  t.equal(refusedSwitch(['--proxy-server=http://127.0.0.1:65535']), undefined, 'the highest port');
+});
+
+t.test('one Chromium per connection, CDP unchanged, its memory reported, none of the environment', async (t) => {
+  const marker = `marker-${Math.random().toString(36).slice(2)}`;
+  const l = await startLauncher(t, { TINTYPE_LEASE_SECRET: marker, REDIS_URL: `redis://${marker}`, TZ: 'UTC', TINTYPE_BROWSER_MEMORY_REPORT_MS: '200' });
+  t.equal(statSync(l.socket).mode & 0o777, 0o660, 'the socket: its user and the pod group only');
+  const c = await connect(l.socket);
+  c.send({ args: SWITCHES });
+  const launched = await c.next({ method: 'Tintype.launched' });
+  t.ok(launched, 'launched');
+  const pid = launched!['params']['pid'] as number;
+  t.ok(alive(pid), 'Chromium runs');
+  t.type(launched!['params']['sandbox'], 'boolean', 'it says whether the sandbox is on');
+  if (process.getuid?.() === 0) t.match(launched!['params']['why'], /root/, 'as root: off, saying why');
+  c.send({ id: 1, method: 'Browser.getVersion' });
+  const version = await c.next({ id: 1 });
+  t.match(version?.['result']?.['product'], /Chrome|HeadlessChrome/, 'CDP answered through the socket');
+  const memory = await c.next({ method: 'Tintype.memory' });
+  t.ok((memory?.['params']['bytes'] as number) > 1024 * 1024, "Chromium's memory, read where it runs");
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  t.ok(argv.includes('--remote-debugging-pipe'), 'CDP on the pipe');
+  t.notOk(argv.some((a) => a.startsWith('--remote-debugging-port')), 'never on a port');
+  const environ = readFileSync(`/proc/${pid}/environ`, 'utf8');
+  t.notOk(environ.includes(marker), "none of the launcher's variables but the locale");
+  t.match(environ, /(^|\0)TZ=UTC(\0|$)/, 'the time zone passes');
+
+  t.test('the renderer going kills its Chromium', async (t) => {
+    c.socket.destroy();
+    await until(() => !alive(pid));
+    t.pass('Chromium is gone');
+  });
+});
+
+t.test('a Chromium that ends closes its connection; the launcher serves on', async (t) => {
+  const l = await startLauncher(t);
+  const c = await connect(l.socket);
+  c.send({ args: SWITCHES });
+  const pid = (await c.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  c.send({ id: 7, method: 'Browser.close' });
+  await until(() => c.closed());
+  t.pass('the connection closed');
+  await until(() => !alive(pid));
+  const again = await connect(l.socket);
+  again.send({ args: SWITCHES });
+  t.ok(await again.next({ method: 'Tintype.launched' }), 'a new connection gets a new Chromium');
+  again.socket.destroy();
+});
+
+t.test('refused: a switch not accepted, a request that is not one, a connection beyond the bound', async (t) => {
+  const l = await startLauncher(t, { TINTYPE_BROWSER_CONNECTIONS: '2' });
+  const bad = await connect(l.socket);
+  bad.send({ args: [...SWITCHES, '--remote-debugging-port=9222'] });
+  t.match((await bad.next({ method: 'Tintype.refused' }))?.['params']['reason'], /remote-debugging-port/);
+  await until(() => bad.closed());
+  t.notOk(l.out().includes('"launcher.browser_started"'), 'no Chromium was started for it');
+  const junk = await connect(l.socket);
+  junk.socket.write('not json\0');
+  t.ok(await junk.next({ method: 'Tintype.refused' }), 'not JSON: refused');
+  const a = await connect(l.socket);
+  a.send({ args: SWITCHES });
+  const b = await connect(l.socket);
+  b.send({ args: SWITCHES });
+  await Promise.all([a.next({ method: 'Tintype.launched' }), b.next({ method: 'Tintype.launched' })]);
+  t.ok(a.frames.length > 0 && b.frames.length > 0, 'two browsers at once (a replacement beside a draining one)');
+  const third = await connect(l.socket);
+  third.send({ args: SWITCHES });
+  t.match((await third.next({ method: 'Tintype.refused' }))?.['params']['reason'], /too many/, 'the third: refused');
+  a.socket.destroy();
+  b.socket.destroy();
+});
+
+t.test('it stops on SIGTERM: every Chromium killed, the socket removed', async (t) => {
+  const l = await startLauncher(t);
+  const c = await connect(l.socket);
+  c.send({ args: SWITCHES });
+  const pid = (await c.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  l.child.kill('SIGTERM');
+  await until(() => l.child.exitCode !== null);
+  t.equal(l.child.exitCode, 0);
+  await until(() => !alive(pid));
+  t.notOk(existsSync(l.socket), 'the socket is gone');
+});
+
+t.test('without a socket to make, or a Chromium, it stops at once saying why', async (t) => {
+  const run = (env: Record<string, string>) =>
+    new Promise<{ code: number | null; out: string }>((resolve) => {
+      let out = '';
+      const child = spawn(process.execPath, ['--import', 'tsx', MAIN], { env: { PATH: process.env['PATH']!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+      child.once('exit', (code) => resolve({ code, out }));
+    });
+  const noSocket = await run({});
+  t.not(noSocket.code, 0);
+  t.match(noSocket.out, /TINTYPE_BROWSER_SOCKET/);
+  const noChromium = await run({ TINTYPE_BROWSER_SOCKET: path.join(tempDir(t), 's.sock'), CHROMIUM_PATH: '/nonexistent/chromium' });
+  t.not(noChromium.code, 0);
+  t.match(noChromium.out, /launcher\.no_chromium/);
+});
+
+t.test('self-contained: it imports only node: modules and its own folder (the browser image holds nothing else)', async (t) => {
+  const { readdirSync } = await import('node:fs');
+  const dir = path.dirname(MAIN);
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
+    const text = readFileSync(path.join(dir, file), 'utf8');
+    for (const m of text.matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)) {
+      const spec = m[1]!;
+      t.ok(spec.startsWith('node:') || /^\.\/[a-z-]+\.ts$/.test(spec), `${file}: ${spec}`);
+    }
+  }
+});
+
+t.test('frames split wherever the chunks fall, a character across two chunks included', async (t) => {
+  const bytes = Buffer.concat([frame('{"a":"é"}'), frame('{"b":2}'), Buffer.from('{"c"')]);
+  const s = new FrameSplitter();
+  const got: string[] = [];
+  for (let i = 0; i < bytes.length; i++) got.push(...s.push(bytes.subarray(i, i + 1)));
+  t.same(got, ['{"a":"é"}', '{"b":2}']);
+  t.equal(s.held, 4, 'the unended frame is held');
+});
