@@ -23,6 +23,10 @@
 # Multi-arch: nothing here names an architecture (buildx --platform linux/amd64,linux/arm64).
 ARG NODE_IMAGE=docker.io/library/node:24.21.0-bookworm-slim
 
+# npm reaches its registry with the CA certificates of the build secret `ca` added to Node's own,
+# when one is given (a TLS-inspecting proxy on the way: `--secret id=ca,src=<its CA file>`); a
+# secret is never part of a layer. Without it, Node's own certificates.
+
 # Production packages only; compilers for a native module (better-sqlite3) stay here. It is built
 # from source against the base's own Node headers: no download from outside the npm registry.
 FROM ${NODE_IMAGE} AS packages
@@ -33,16 +37,16 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 make g++
 COPY package.json package-lock.json ./
-RUN --mount=type=cache,target=/root/.npm \
-    npm_config_build_from_source=true npm_config_nodedir=/usr/local \
+RUN --mount=type=cache,target=/root/.npm --mount=type=secret,id=ca \
+    NODE_EXTRA_CA_CERTS=/run/secrets/ca npm_config_build_from_source=true npm_config_nodedir=/usr/local \
     npm ci --omit=dev --no-audit --no-fund
 
 # The roles compiled to JavaScript, with the lockfile's TypeScript in a directory of its own.
 FROM ${NODE_IMAGE} AS build
 WORKDIR /build
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
-RUN --mount=type=cache,target=/root/.npm \
-    npm install --prefix /opt/tsc --no-save --no-audit --no-fund \
+RUN --mount=type=cache,target=/root/.npm --mount=type=secret,id=ca \
+    NODE_EXTRA_CA_CERTS=/run/secrets/ca npm install --prefix /opt/tsc --no-save --no-audit --no-fund \
       "typescript@$(node -p "require('./package-lock.json').packages['node_modules/typescript'].version")"
 COPY bin ./bin
 COPY lib ./lib

