@@ -15,8 +15,7 @@
  * - `draining`: the renderer is stopping and takes no new render.
  * - `sandbox`: Chromium runs with its own sandbox (user namespaces); false when it runs with
  *   `--no-sandbox` (the renderer's start-up log says why: `browser.sandbox_off`), or before its
- *   first browser said. Shown, not scaled on; a report without it (a renderer from before the
- *   field) reads as false.
+ *   first browser said. Shown, not scaled on; absent from a renderer from before the field.
  */
 
 /** The admin path of the state report. */
@@ -41,7 +40,7 @@ export interface RendererStateReport {
   busyMean: number;
   guard: GuardState;
   draining: boolean;
-  /** Absent in a report read before the field; the parser always sets it. */
+  /** Absent in a report from a renderer before the field. */
   sandbox?: boolean;
 }
 
@@ -58,5 +57,12 @@ export function parseStateReport(body: unknown): RendererStateReport | undefined
   if (b.sandbox !== undefined && typeof b.sandbox !== 'boolean') return undefined;
   const busy = Math.min(b.busy, b.slots);
   const busyMean = b.busyMean === undefined ? busy : Math.min(b.busyMean, b.slots);
-  return { slots: b.slots, busy, busyMean, guard: b.guard as GuardState, draining: b.draining, sandbox: b.sandbox === true };
+  return {
+    slots: b.slots,
+    busy,
+    busyMean,
+    guard: b.guard as GuardState,
+    draining: b.draining,
+    ...(b.sandbox === undefined ? {} : { sandbox: b.sandbox as boolean }),
+  };
 }

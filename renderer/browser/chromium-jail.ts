@@ -1,8 +1,10 @@
 /**
  * netns isolation: the filesystem Chromium sees (README "Chromium isolation"). The launcher
  * gives Chromium a mount namespace of its own whose root is a fresh tmpfs holding only what a
- * browser needs, read-only from the host: /usr, /etc, the /bin, /sbin and /lib links (or
- * directories), the fontconfig cache and Chromium's own directory. /dev holds the five harmless
+ * browser needs, read-only from the host: /usr, the /bin, /sbin and /lib links (or directories),
+ * the fontconfig cache, Chromium's own directory, and of /etc only what Chromium reads (fonts,
+ * CA certificates, the dynamic linker's cache, users and groups, the time zone, its policies):
+ * not the host's name, its hosts file, its TLS keys or anything else an operator keeps there. /dev holds the five harmless
  * character devices and a private /dev/shm, /proc is the browser's PID namespace's own, /tmp is
  * a private tmpfs with the profile in it. The data directory, the checkout, the service's sockets
  * and every other path of the host do not exist there. Everything written in the jail is in
@@ -22,8 +24,26 @@ export const JAIL_PROFILE_DIR = '/tmp/profile';
 /** HOME and TMPDIR inside the jail. */
 export const JAIL_HOME = '/tmp';
 
-/** Host paths shared read-only: programs, libraries, /etc (fonts, CA store, passwd) and the font cache. */
-const SHARED = ['/usr', '/etc', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/var/cache/fontconfig'];
+/** Host paths shared read-only: programs, libraries and the font cache. */
+const SHARED = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32', '/var/cache/fontconfig'];
+/**
+ * What Chromium reads of /etc, shared read-only where the host has it: fontconfig, the CA store,
+ * the dynamic linker's cache and configuration, users and groups (and how they are looked up),
+ * the time zone, MIME types, and Chromium's own policies and preferences.
+ */
+export const SHARED_ETC = [
+  '/etc/fonts',
+  '/etc/ssl/certs',
+  '/etc/ld.so.cache',
+  '/etc/ld.so.conf',
+  '/etc/ld.so.conf.d',
+  '/etc/passwd',
+  '/etc/group',
+  '/etc/nsswitch.conf',
+  '/etc/localtime',
+  '/etc/mime.types',
+  '/etc/chromium',
+];
 /** Device nodes bound into the jail's /dev. */
 const DEVICES = ['null', 'zero', 'full', 'random', 'urandom'];
 
@@ -45,7 +65,7 @@ function shareLines(mount: string, chromiumPath: string): string[] {
   const bind = (p: string): void => {
     lines.push(`mkdir -p "$R"${sh(p)}`, `${sh(mount)} --rbind -o ro,nosuid,nodev ${sh(p)} "$R"${sh(p)}`);
   };
-  for (const p of SHARED) {
+  for (const p of [...SHARED, ...SHARED_ETC]) {
     let stat;
     try {
       stat = lstatSync(p);
@@ -56,6 +76,8 @@ function shareLines(mount: string, chromiumPath: string): string[] {
       lines.push(`mkdir -p "$R"${sh(path.dirname(p))}`, `ln -s ${sh(readlinkSync(p))} "$R"${sh(p)}`);
     } else if (stat.isDirectory()) {
       bind(p);
+    } else if (stat.isFile()) {
+      lines.push(`mkdir -p "$R"${sh(path.dirname(p))}`, `touch "$R"${sh(p)}`, `${sh(mount)} --bind -o ro,nosuid,nodev ${sh(p)} "$R"${sh(p)}`);
     }
   }
   // A Chromium installed outside the shared paths (/opt/…) brings its own directory.

@@ -13,7 +13,7 @@
  * container's walls.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,8 +27,10 @@ import type { SandboxVerdict } from './launcher/sandbox.ts';
 import { startRelays } from './relay-set.ts';
 import { connectSocketBrowser } from './socket-transport.ts';
 
-const LAUNCHER_READY_TIMEOUT_MS = 30_000;
+/** How long the renderer waits for a launcher to listen (its own, or the browser container's). */
+const LAUNCHER_READY_TIMEOUT_MS = 60_000;
 const LAUNCHER_STOP_TIMEOUT_MS = 5_000;
+const LAUNCHER_POLL_MS = 100;
 
 /** The pod's browser container (or a launcher of this process's own): relays here, Chromium there. */
 export function createPodIsolation(options: IsolationOptions): BrowserIsolation {
@@ -62,6 +64,7 @@ class PodIsolation implements BrowserIsolation {
     const configured = this.options.config.browserSocket;
     if (configured !== undefined) {
       this.socketPath = configured;
+      await this.awaitLauncher(configured);
       return;
     }
     // The launcher's Chromium is then this process's grandchild. As PID 1 (a container with no
@@ -113,6 +116,21 @@ class PodIsolation implements BrowserIsolation {
     await local.exited;
     clearTimeout(timer);
     rmSync(local.dir, { recursive: true, force: true });
+  }
+
+  /**
+   * Waits for the browser container's launcher to make its socket: the pod's containers start
+   * together, in no order, and a renderer that gave up at once would be restarted for nothing.
+   */
+  private async awaitLauncher(socketPath: string): Promise<void> {
+    const deadline = Date.now() + LAUNCHER_READY_TIMEOUT_MS;
+    let said = false;
+    while (!existsSync(socketPath)) {
+      if (Date.now() > deadline) throw new Error(`the browser container's launcher made no socket at ${socketPath}`);
+      if (!said) this.options.logger.info('browser.waiting_for_launcher', { socket: socketPath });
+      said = true;
+      await new Promise((r) => setTimeout(r, LAUNCHER_POLL_MS));
+    }
   }
 
   /** Says once why the sandbox is off, and again only when the launcher's answer changes. */

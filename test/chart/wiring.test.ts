@@ -23,9 +23,9 @@
  * The default values run no controller (controller.enabled is false), so no controller pod runs.
  * One pod per Deployment: replicas add nothing to the wiring.
  */
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -36,7 +36,10 @@ import { NAMESPACE, ROOT, render, type K8sObject } from '../helm.ts';
 import { allowed, type Endpoint } from './network-policy-eval.ts';
 import { createPodNet, podNetAddresses, type Path, type PodNet } from './wiring/pod-net.ts';
 import { imageConfig, tintypeImage } from './tintype-image.ts';
-import { podPlans, projectConfigMaps, type PodPlan } from './wiring/pods.ts';
+import { podPlans, projectConfigMaps, containerEnv, type PodPlan } from './wiring/pods.ts';
+import { browserContainerArgv, compileLauncher, emptyDirFor, mountLines, PROBE, type VolumeMount } from './wiring/browser-container.ts';
+import { processTree } from '../../renderer/browser/process-tree.ts';
+import { EXT_AUTHZ_PREFIX, LEASE_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
 import { METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 import { STATE_PATH } from '../../lib/state-contract.ts';
 import { RATELIMIT_LIMIT_HEADER } from '../../lib/policy-contract.ts';
@@ -104,6 +107,11 @@ function runInPod(name: string, ns: string, tmp: string, env: Record<string, str
   const pod = 'app=$1 tmp=$2; shift 2; mount --rbind "$0" "$app" && mount --bind "$tmp" /tmp && cd "$app" && exec env -i "$@"';
   const child = spawn('ip', ['netns', 'exec', ns, 'sh', '-c', pod, ROOT, APP, tmp,
     ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv], { cwd: '/', detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  return track(name, child);
+}
+
+/** The Proc of a started child: its output, its exit, waiting for a line; stopped at teardown. */
+function track(name: string, child: ChildProcess): Proc {
   let out = '';
   const waiters: Array<{ re: RegExp; resolve: () => void }> = [];
   const onData = (c: Buffer): void => {
@@ -268,6 +276,17 @@ t.teardown(async () => {
 
 let key = '';
 let keyId = '';
+/** The release's secrets: what the browser container must find nowhere. */
+const SECRETS = {
+  databaseUrl: `postgres://postgres@postgresql:${BACKENDS.postgresql.port}/${DB}`,
+  redisUrl: `redis://redis:${BACKENDS.redis.port}/${REDIS_DB}`,
+  leaseSecret: randomBytes(32).toString('base64url'),
+};
+/** Whether the browser container's uid can make the user namespaces Chromium's sandbox needs on this machine. */
+const SANDBOX_HERE = spawnSync('setpriv', ['--reuid=10002', '--regid=10002', '--clear-groups', 'unshare', '--user', 'true']).status === 0;
+/** The browser container's process (its launcher), and the uid it runs as. */
+let browserProc: Proc | undefined;
+let browserUid = 0;
 
 t.before(async () => {
   const admin = new pg.Client({ connectionString: PG_ADMIN });
@@ -284,9 +303,9 @@ t.before(async () => {
   const values = path.join(dir, 'wiring-values.yaml');
   writeFileSync(values, [
     'secrets:',
-    `  databaseUrl: postgres://postgres@postgresql:${BACKENDS.postgresql.port}/${DB}`,
-    `  redisUrl: redis://redis:${BACKENDS.redis.port}/${REDIS_DB}`,
-    `  leaseSecret: ${randomBytes(32).toString('base64url')}`,
+    `  databaseUrl: ${SECRETS.databaseUrl}`,
+    `  redisUrl: ${SECRETS.redisUrl}`,
+    `  leaseSecret: ${SECRETS.leaseSecret}`,
     // Not the default, so the renderer's /state shows the value reached it.
     'renderer:',
     '  slots: 1',
@@ -352,9 +371,30 @@ t.before(async () => {
   projectConfigMaps(envoy, objects, envoyRoot);
   const edge = runInPod(envoy.deployment, pn.ns('envoy'), podTmp('envoy'), { PATH },
     ['node', '--import', 'tsx', path.join(APP, 'test/chart/wiring/edge.ts'), envoyRoot, ...envoy.argv.slice(1)]);
+  // The renderer pod's two containers: the browser's (the launcher, Chromium) and the renderer's,
+  // sharing the pod's network and the socket's emptyDir, nothing else.
+  const rendererPlan = byRole('renderer');
+  const browser: any = rendererPlan.pod.containers.find((c: any) => c.name === 'browser');
+  browserUid = browser.securityContext.runAsUser;
+  const volumeDir = (volume: string, owner?: number): string => emptyDirFor(dir, 'renderer', volume, owner);
+  const podMounts = (c: any, owner?: number): VolumeMount[] => (c.volumeMounts ?? [])
+    .filter((m: any) => m.mountPath !== '/dev/shm' && (c !== rendererPlan.container || m.mountPath !== '/tmp'))
+    .map((m: any) => ({ dir: volumeDir(m.name, owner), mountPath: m.mountPath }));
+  const browserArgv = browserContainerArgv({
+    ns: pn.ns('renderer'),
+    uid: browserUid,
+    mounts: podMounts(browser, browserUid),
+    masked: [dir, ROOT],
+    launcher: compileLauncher(path.join(dir, 'browser-image')),
+    env: { PATH: '/usr/local/bin:/usr/bin:/bin', ...containerEnv(browser, objects, { namespace: NAMESPACE, podName: `${rendererPlan.deployment}-0`, podIP: '' }) },
+  });
+  browserProc = track('browser container', spawn(browserArgv[0]!, browserArgv.slice(1), { detached: true, stdio: ['ignore', 'pipe', 'pipe'] }));
+  await browserProc.waitFor(/"launcher\.listening"/);
   // All at once, in no order, as a cluster starts them: the renderer's self-test is retried
   // until the guard answers, the edge's health checks until policy and the renderer are ready.
-  const renderer = start(byRole('renderer'));
+  const rendererMounts = mountLines(podMounts(rendererPlan.container));
+  const renderer = runInPod(rendererPlan.deployment, pn.ns('renderer'), podTmp('renderer'), { ...rendererPlan.env, PATH },
+    ['sh', '-c', `${rendererMounts.join(' && ')} && exec "$@"`, 'sh', ...tintypeArgv(rendererPlan)]);
   // The first key, as NOTES.txt makes it (`kubectl exec deployment/…-policy -- tintype keys
   // create`): in the policy pod, with its environment, once policy is ready.
   const firstKey = ready(byRole('policy'), policy).then(async () => {
@@ -427,7 +467,10 @@ t.test('each setting reached what it names', async (t) => {
   t.ok(decisions > 0, `the guard pod judged the self-test's requests (${decisions})`);
   // TINTYPE_ISOLATION and TINTYPE_SLOTS: the renderer as the pod runs it, as the controller reads it.
   const state = await get(n.addr('renderer'), byRole('renderer').ports['admin']!, STATE_PATH);
-  t.match(JSON.parse(state.body.toString('utf8')), { slots: 1, guard: 'verified', draining: false });
+  t.match(JSON.parse(state.body.toString('utf8')), { slots: 1, guard: 'verified', draining: false, sandbox: SANDBOX_HERE });
+  // Whether Chromium's sandbox is on is said on /state and as a metric, as the browser container found it.
+  const rendererMetrics = await get(n.addr('renderer'), byRole('renderer').ports['admin']!, METRICS_PATH);
+  t.match(rendererMetrics.body.toString('utf8'), new RegExp(`^tintype_browser_sandbox ${SANDBOX_HERE ? 1 : 0}$`, 'm'));
   const renderer = procs.find((p) => p.name === byRole('renderer').deployment)!;
   t.match(renderer.output(), /"browser\.started".*"isolation":"pod"/, 'Chromium runs with the pod as its namespace');
 });
@@ -450,4 +493,63 @@ t.test('the pods reach each other only as the NetworkPolicies say', async (t) =>
   t.same(Object.values(fromEnvoy), ['connected', 'connected', 'connected', 'connected', 'EACCES', 'EACCES'], 'Envoy: policy and the renderers, their admin ports for health checks');
   t.same(Object.values(fromPolicy), ['connected', 'EACCES', 'EACCES'], 'policy: PostgreSQL only');
   t.same(fromOutside, ['policy:8081 timeout', 'policy:9081 timeout', 'renderer:8082 timeout', 'guard:3128 timeout'], 'a client outside the cluster reaches none of them');
+});
+
+t.test("the browser container: Chromium's own uid and PID namespace, no secret it can read, no way out but the guard", async (t) => {
+  const n = podNet!;
+  const a = (p: string): string => n.addr(p);
+  const status = (pid: number, field: string): string[] =>
+    (readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`)) ?? '').slice(field.length + 1).trim().split(/\s+/);
+  // Seen from the node: the container's first process (below `unshare --fork`) and what it started.
+  const top = browserProc!.child.pid!;
+  const inner = processTree(top).find((p) => p.ppid === top)?.pid;
+  t.ok(inner, 'the container runs');
+  const tree = processTree(inner!).map((p) => p.pid);
+  const chromium = tree.filter((pid) => /chrom/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] ?? ''));
+  t.ok(chromium.length > 0, 'Chromium runs in it');
+  const rendererProc = procs.find((p) => p.name === byRole('renderer').deployment)!;
+  const rendererPid = processTree(rendererProc.child.pid!).map((p) => p.pid)
+    .find((pid) => { try { return readFileSync(`/proc/${pid}/environ`, 'utf8').includes(SECRETS.leaseSecret); } catch { return false; } });
+  t.ok(rendererPid, 'the renderer process holds the secrets in its environment');
+  for (const pid of [inner!, ...chromium]) {
+    try {
+      t.same(status(pid, 'Uid').concat(status(pid, 'Gid')).filter((id) => id !== String(browserUid)), [], `pid ${pid}: the container's uid and gid only`);
+      t.not(readlinkSync(`/proc/${pid}/ns/pid`), readlinkSync(`/proc/${rendererPid}/ns/pid`), `pid ${pid}: a PID namespace that is not the renderer's`);
+      // Where Chromium's sandbox runs, its page processes have a network namespace of their own, with nothing in it.
+      const net = readlinkSync(`/proc/${pid}/ns/net`);
+      if (net !== readlinkSync(`/proc/${rendererPid}/ns/net`)) t.ok(SANDBOX_HERE && pid !== inner, `pid ${pid}: a network of its own, in Chromium's sandbox`);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  // From inside it, as its uid: what a process that broke out of Chromium's renderer would find.
+  const forgedLease = Buffer.from(JSON.stringify({ id: 'l_forged', keyId: keyId, operation: 'html-to-image', expiresAt: Date.now() + 60_000 })).toString('base64url') + '.AAAA';
+  const targets: Array<[string, number]> = [[a('guard'), 3128], [a('postgresql'), 5432], [a('envoy'), 8443], [a('policy'), 9081], [a('guard'), 9128]];
+  const input = [
+    Object.values(SECRETS),
+    [`/proc/${rendererPid}/environ`, path.join(dir, 'wiring-values.yaml'), path.join(ROOT, 'package.json'), path.join(podTmp('renderer'), 'x')],
+    targets,
+    [
+      { name: 'renderer: a render without a lease', host: a('renderer'), port: 8082, path: '/v1/html-to-image', method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"html":"<p>x</p>"}' },
+      { name: 'renderer: a render with a forged lease', host: a('renderer'), port: 8082, path: '/v1/html-to-image', method: 'POST', headers: { 'content-type': 'application/json', [LEASE_HEADER]: forgedLease }, body: '{"html":"<p>x</p>"}' },
+      { name: 'policy: a settle of a forged lease', host: a('policy'), port: 8081, path: SETTLE_PATH, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ lease: forgedLease, status: 200 }) },
+      { name: 'policy: a check without a key', host: a('policy'), port: 8081, path: `${EXT_AUTHZ_PREFIX}/v1/ping`, method: 'GET', headers: {} },
+    ],
+  ];
+  const probe = await new Promise<string>((resolve, reject) => {
+    execFile('nsenter', ['--target', String(inner), '--pid', '--mount', '--net', `--setuid=${browserUid}`, `--setgid=${browserUid}`, '--',
+      '/run/tintype-image/node', '-e', PROBE, JSON.stringify(input)], { encoding: 'utf8' }, (err, out, errOut) => (err === null ? resolve(out) : reject(new Error(`${err.message}: ${errOut}`))));
+  });
+  const seen = JSON.parse(probe);
+  t.equal(seen.uid, browserUid, 'the probe runs as the container');
+  t.ok(seen.pids.length > 0 && !seen.pids.includes(rendererPid), `its /proc shows its own processes only (${seen.pids.length}), never the renderer's`);
+  t.same(seen.secretIn, [], 'no environment and no file it can read holds a secret');
+  t.same(Object.values(seen.paths), ['ENOENT', 'ENOENT', 'ENOENT', 'ENOENT'], "the renderer's environ, the release's values, the checkout, the renderer's /tmp: none there");
+  t.same(targets.map(([h, p]) => seen.connects[`${h}:${p}`]), ['connected', 'EACCES', 'EACCES', 'EACCES', 'EACCES'], "the guard's proxy; not PostgreSQL, the edge, policy's admin port or the guard's");
+  t.same(seen.requests, {
+    'renderer: a render without a lease': 401,
+    'renderer: a render with a forged lease': 401,
+    'policy: a settle of a forged lease': 401,
+    'policy: a check without a key': 401,
+  }, "policy's and the renderer's ports refuse it: it holds nothing they take");
 });

@@ -2,8 +2,9 @@
  * The browser container's one program (docs/architecture.md §3): holds no secret, starts Chromium
  * for each connection on its unix socket and bridges Chromium's CDP pipe to it. It imports only
  * `node:` modules and its siblings, so the browser image carries it compiled beside Node, Chromium
- * and fonts, and nothing of the renderer. Its interface (socket, environment, what each end's
- * going does) is described in the README's operations page, "The browser container".
+ * and fonts, and nothing of the renderer (docs/architecture.md §3). Settings: TINTYPE_BROWSER_SOCKET
+ * (the socket to make, required), CHROMIUM_PATH, TINTYPE_BROWSER_CONNECTIONS (browsers at once,
+ * default 4), TINTYPE_BROWSER_MEMORY_REPORT_MS (default 2000), TMPDIR (profiles); no arguments.
  */
 import { accessSync, constants } from 'node:fs';
 import os from 'node:os';

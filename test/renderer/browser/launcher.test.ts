@@ -14,14 +14,19 @@ import t from 'tap';
 import { frame, FrameSplitter } from '../../../renderer/browser/launcher/framing.ts';
 import { refusedSwitch } from '../../../renderer/browser/launcher/switches.ts';
 import { browserSwitches } from '../../../renderer/browser/pod-isolation.ts';
-import { alive, tempDir, until, type Teardowns } from './helpers.ts';
+import { ServiceError } from '../../../lib/errors.ts';
+import { alive, html, inProcess, job, launchedPid, startGuard, startPool, startSite, tempDir, until, type Teardowns } from './helpers.ts';
 
 const MAIN = fileURLToPath(new URL('../../../renderer/browser/launcher/main.ts', import.meta.url));
 
 /** A launcher started as the image starts it (no arguments), with `env`. */
-async function startLauncher(t: Teardowns, env: Record<string, string> = {}): Promise<{ socket: string; child: ChildProcess; out: () => string }> {
+async function startLauncher(
+  t: Teardowns,
+  env: Record<string, string> = {},
+  at?: string,
+): Promise<{ socket: string; child: ChildProcess; out: () => string }> {
   const dir = tempDir(t, 'tintype-launcher-');
-  const socket = path.join(dir, 'cdp.sock');
+  const socket = at ?? path.join(dir, 'cdp.sock');
   let out = '';
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
     env: { PATH: process.env['PATH']!, TMPDIR: dir, TINTYPE_BROWSER_SOCKET: socket, ...env },
@@ -202,4 +207,32 @@ t.test('frames split wherever the chunks fall, a character across two chunks inc
   for (let i = 0; i < bytes.length; i++) got.push(...s.push(bytes.subarray(i, i + 1)));
   t.same(got, ['{"a":"é"}', '{"b":2}']);
   t.equal(s.held, 4, 'the unended frame is held');
+});
+
+t.test('a renderer and a launcher apart (TINTYPE_BROWSER_SOCKET): it waits for the socket, renders through it, a Chromium lost is a render_failed and a new browser', async (t) => {
+  const g = await startGuard(t);
+  const site = await startSite(t, { '/': html('<!doctype html><title>apart</title><p>apart</p>'), '/hang': () => {} });
+  const socket = path.join(tempDir(t, 'tintype-apart-'), 'cdp.sock');
+  const lines: string[] = [];
+  const starting = startPool(t, inProcess(g), { config: { isolation: 'pod', browserSocket: socket }, lines });
+  await until(() => lines.some((l) => l.includes('"browser.waiting_for_launcher"')));
+  await startLauncher(t, {}, socket);
+  const pool = await starting;
+  t.ok(pool.selfTestPassed(), 'the self-test passed through the launcher');
+  const title = await pool.render(job(async (page) => (await page.goto(`${site.origin}/`, { waitUntil: 'load' }), page.title())));
+  t.equal(title.value, 'apart');
+  // Chromium's pid is the launcher's to know: here it runs in this PID namespace, so it can be killed.
+  let chromium = 0;
+  const r = pool.render(job(async (page) => {
+    chromium = launchedPid(page);
+    await page.goto(`${site.origin}/hang`, { waitUntil: 'load', timeout: 0 });
+  }, 120_000));
+  await until(() => chromium > 0 && site.hits('/hang') > 0);
+  process.kill(chromium, 'SIGKILL');
+  const failed = await r.then(() => 'ok', (e: unknown) => (e instanceof ServiceError ? e.code : String(e)));
+  t.equal(failed, 'render_failed', 'the render in flight failed at once');
+  const next = await pool.render(job(async (page) => launchedPid(page)));
+  t.not(next.value, chromium, 'a new browser serves');
+  t.ok(pool.stats().restarts >= 1);
+  t.equal(typeof pool.stats().sandbox, 'boolean');
 });

@@ -20,6 +20,8 @@ import { cmdline, until } from './helpers.ts';
 const CHECKOUT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 /** Variables Chromium may carry with its own values: locale, time zone, where programs and its home are. */
 const NEUTRAL = /^(PATH|HOME|TMPDIR|LANG|LANGUAGE|TZ|LC_.*)$/;
+/** Files of the host's /etc that Chromium never reads (its name, its hosts, its TLS keys), where this machine has them. */
+const HOST_ETC = ['/etc/hostname', '/etc/hosts', '/etc/machine-id', '/etc/ssl/private', '/etc/shadow', '/etc/environment'].filter((p) => existsSync(p));
 const LEASE_SECRET = 'f'.repeat(32) + Math.random().toString(16).slice(2).padEnd(32, '0');
 
 function environ(pid: number | 'self'): Map<string, string> {
@@ -128,6 +130,7 @@ t.test('netns: every Chromium process of a running service, read from /proc', as
       t.ok(absentFor(pid, svc.dataDir), `${name}: the data directory does not exist for it`);
       t.ok(absentFor(pid, CHECKOUT), `${name}: nor the checkout`);
       for (const socket of sockets) t.ok(absentFor(pid, socket), `${name}: nor the service's socket ${socket}`);
+      for (const p of HOST_ETC) t.ok(absentFor(pid, p), `${name}: nor the host's ${p}`);
       t.ok(status(pid, 'NSpid').length > 1, `${name}: it is in a PID namespace below the host's`);
       const env = environ(pid);
       const leaked = [...serviceEnv.keys()].filter((v) => !NEUTRAL.test(v) && env.has(v));
@@ -145,6 +148,9 @@ t.test('netns: every Chromium process of a running service, read from /proc', as
   t.ok([...checked.values()].some((argv) => argv.includes('--type=renderer')), 'and page processes');
   t.not(readFileSync(`/proc/${browser}/root/proc/1/cmdline`).toString(), hostInit.toString(), "PID 1 of its /proc is not the host's");
   t.ok(args(browser!).includes('--remote-debugging-pipe'), 'CDP over a pipe');
+  for (const p of ['/etc/fonts/fonts.conf', '/etc/passwd', '/etc/ld.so.cache']) {
+    if (existsSync(p)) t.notOk(absentFor(browser!, p), `what Chromium reads of /etc is there: ${p}`);
+  }
   const profile = args(browser!).find((a) => a.startsWith('--user-data-dir='))!.slice('--user-data-dir='.length);
   t.equal(String(statSync(`/proc/${browser}/root${profile}`).uid), status(browser!, 'Uid')[0], "its profile is its own user's");
 

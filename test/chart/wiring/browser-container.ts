@@ -1,0 +1,125 @@
+/**
+ * The renderer pod's `browser` container, as a kubelet would run it beside the renderer's, for the
+ * chart's wiring run: in the renderer pod's network namespace, but in a PID and mount namespace of
+ * its own (`unshare --pid --fork --mount-proc`, as root), then as the container's uid with no
+ * capability and no way to gain one. Its filesystem is this machine's with the container's
+ * volumes on top, and with the wiring run's own files (the release's values, which hold the
+ * secrets, and every other pod's /tmp) masked, since its image has none of them. The launcher
+ * runs compiled into one file of plain JavaScript that imports only `node:` modules, as the
+ * browser image carries it (no checkout, no packages).
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { ROOT } from '../../helm.ts';
+
+/** One emptyDir of a container: the host directory that stands for it, and where it is mounted. */
+export interface VolumeMount {
+  dir: string;
+  mountPath: string;
+}
+
+/** Compiles renderer/browser/launcher/main.ts into `out/launcher.mjs`; fails if it needs any package. */
+export function compileLauncher(out: string): string {
+  mkdirSync(out, { recursive: true });
+  const file = path.join(out, 'launcher.mjs');
+  const r = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      "require('esbuild').buildSync({entryPoints:[process.argv[1]],outfile:process.argv[2],bundle:true,platform:'node',format:'esm',target:'node20',external:['node:*'],logLevel:'error'})",
+      path.join(ROOT, 'renderer/browser/launcher/main.ts'),
+      file,
+    ],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
+  if (r.status !== 0) throw new Error(`the launcher does not compile on its own: ${r.stderr}`);
+  return file;
+}
+
+/** The host directories standing for a pod's emptyDirs, made once per pod and volume, shared by its containers. */
+export function emptyDirFor(root: string, pod: string, volume: string, owner?: number): string {
+  const d = path.join(root, 'volumes', pod, volume);
+  mkdirSync(d, { recursive: true });
+  chmodSync(d, 0o777);
+  if (owner !== undefined) chownSync(d, owner, owner);
+  return d;
+}
+
+/** Shell lines mounting `mounts` in a fresh mount namespace; /run is the container's own (empty) first. */
+export function mountLines(mounts: VolumeMount[]): string[] {
+  const lines: string[] = [];
+  if (mounts.some((m) => m.mountPath.startsWith('/run/'))) lines.push('mount -t tmpfs -o mode=0755 tintype-run /run');
+  for (const m of mounts) {
+    lines.push(`mkdir -p '${m.mountPath}'`, `mount --bind '${m.dir}' '${m.mountPath}'`);
+  }
+  return lines;
+}
+
+/**
+ * The argv that runs the browser container: `ip netns exec <ns>`, then new PID and mount
+ * namespaces, its volumes, the run's own files masked, then the launcher as `uid`.
+ */
+export function browserContainerArgv(options: {
+  ns: string;
+  uid: number;
+  mounts: VolumeMount[];
+  /** Directories of this machine the container's image does not have (the run's files). */
+  masked: string[];
+  launcher: string;
+  env: Record<string, string>;
+}): string[] {
+  const image = '/run/tintype-image';
+  const script = [
+    'set -e',
+    ...mountLines(options.mounts),
+    // What the image holds of this run: the compiled launcher and Node.
+    `mkdir -p ${image}`,
+    `touch ${image}/launcher.mjs ${image}/node`,
+    `mount --bind '${options.launcher}' ${image}/launcher.mjs`,
+    `mount --bind '${process.execPath}' ${image}/node`,
+    'mount -t tmpfs -o mode=1777,size=256m tintype-shm /dev/shm',
+    ...options.masked.map((d) => `if [ -d '${d}' ]; then mount -t tmpfs -o mode=0755,size=1m tintype-masked '${d}'; fi`),
+    `exec setpriv --reuid=${options.uid} --regid=${options.uid} --clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all -- env -i ${Object.entries(
+      options.env,
+    )
+      .map(([k, v]) => `'${k}=${v}'`)
+      .join(' ')} ${image}/node ${image}/launcher.mjs`,
+  ].join('\n');
+  return ['ip', 'netns', 'exec', options.ns, 'unshare', '--pid', '--fork', '--mount-proc', '--', 'sh', '-c', script];
+}
+
+/**
+ * What a process inside the browser container finds, as JSON: its uid, the processes it sees,
+ * whether any environment or file it can read holds one of `secrets`, each of `paths` (exists or
+ * the error), and each of `connects` (connected or the error), and each of `requests` (the status).
+ */
+export const PROBE = `
+const fs = require('fs'), net = require('net'), http = require('http');
+const [secrets, paths, connects, requests] = JSON.parse(process.argv[1]);
+const out = { uid: process.getuid(), pids: [], secretIn: [], paths: {}, connects: {}, requests: {} };
+for (const name of fs.readdirSync('/proc')) {
+  if (!/^\\d+$/.test(name)) continue;
+  out.pids.push(Number(name));
+  try { const env = fs.readFileSync('/proc/' + name + '/environ', 'utf8'); if (secrets.some((s) => env.includes(s))) out.secretIn.push('/proc/' + name + '/environ'); } catch {}
+}
+for (const p of paths) {
+  try { const text = fs.readFileSync(p, 'utf8'); out.paths[p] = 'readable'; if (secrets.some((s) => text.includes(s))) out.secretIn.push(p); }
+  catch (e) { out.paths[p] = e.code; }
+}
+const pending = [];
+for (const [h, p] of connects) pending.push(new Promise((resolve) => {
+  const s = net.connect({ host: h, port: p, timeout: 1500 });
+  const done = (r) => { if (out.connects[h + ':' + p]) return; out.connects[h + ':' + p] = r; s.destroy(); resolve(); };
+  s.on('connect', () => done('connected')); s.on('error', (e) => done(e.code)); s.on('timeout', () => done('timeout'));
+}));
+for (const r of requests) pending.push(new Promise((resolve) => {
+  const req = http.request({ host: r.host, port: r.port, path: r.path, method: r.method, headers: r.headers, timeout: 5000 }, (res) => {
+    res.resume(); res.on('end', () => { out.requests[r.name] = res.statusCode; resolve(); });
+  });
+  req.on('error', (e) => { out.requests[r.name] = e.code; resolve(); });
+  req.on('timeout', () => req.destroy(new Error('timeout')));
+  req.end(r.body);
+}));
+Promise.all(pending).then(() => console.log(JSON.stringify(out)));
+`;
