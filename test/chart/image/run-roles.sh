@@ -77,8 +77,22 @@ container() { local name=$1 target=$2 tmp=$3; shift 4
 fail() { echo "run-roles: $*" >&2; for f in "$work"/*.log; do echo "--- ${f##*/}" >&2; tail -20 "$f" >&2; done; exit 1; }
 trap 'kill -TERM $(jobs -p) 2> /dev/null; wait 2> /dev/null' EXIT
 
-secret=$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
-envfile policy tintype PORT=8081 TINTYPE_ADMIN_PORT=9081 TINTYPE_LEASE_SECRET="$secret" > /dev/null
+# Lease keys as the install makes them: a key pair from `tintype keys lease-keypair` (policy signs,
+# renderers hold the public key, claims and settles on policy's listener of its own), or, from a
+# tintype that has no such command, one shared secret (settles on policy's one port).
+envfile keypair tintype > /dev/null
+container keypair tintype keypair -- keys lease-keypair
+if wait "$(cat "$work/keypair.pid")" && grep -q '^TINTYPE_LEASE_PUBLIC_KEYS=' "$work/keypair.log"; then
+  signing=$(grep '^TINTYPE_LEASE_SIGNING_KEY=' "$work/keypair.log")
+  public=$(grep '^TINTYPE_LEASE_PUBLIC_KEYS=' "$work/keypair.log")
+  policy_leases=("$signing" "$public" TINTYPE_POLICY_SETTLE_PORT=8181)
+  renderer_leases=("$public" TINTYPE_POLICY_URL=http://127.0.0.1:8181)
+else
+  secret=TINTYPE_LEASE_SECRET=$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+  policy_leases=("$secret")
+  renderer_leases=("$secret" TINTYPE_POLICY_URL=http://127.0.0.1:8081)
+fi
+envfile policy tintype PORT=8081 TINTYPE_ADMIN_PORT=9081 "${policy_leases[@]}" > /dev/null
 # The first key, as NOTES.txt makes it, in the policy pod (its emptyDir holds the SQLite store).
 cp "$work/policy.env" "$work/keys.env"
 container keys tintype policy -- keys create --plan free --name roles
@@ -90,7 +104,7 @@ key=$(grep -o 'sk_[A-Za-z0-9_-]*' "$work/keys.log" | head -1)
 node "$here/site.mjs" 127.0.0.2 8000 > "$work/site.log" 2>&1 &
 envfile guard tintype PORT=3128 TINTYPE_ADMIN_PORT=9128 GUARD_ALLOW_CIDRS=127.0.0.2/32 > /dev/null
 envfile renderer tintype PORT=8082 TINTYPE_ADMIN_PORT=9082 TINTYPE_ISOLATION=pod GUARD_URL=http://127.0.0.1:3128 \
-  TINTYPE_POLICY_URL=http://127.0.0.1:8081 TINTYPE_LEASE_SECRET="$secret" TINTYPE_SLOTS=1 \
+  "${renderer_leases[@]}" TINTYPE_SLOTS=1 \
   TINTYPE_BROWSER_SOCKET=/run/tintype-browser/cdp.sock > /dev/null
 envfile browser tintype-browser TINTYPE_BROWSER_SOCKET=/run/tintype-browser/cdp.sock TINTYPE_BROWSER_CONNECTIONS=2 > /dev/null
 # The renderer pod's two containers share only the socket's directory (and no /tmp).
