@@ -6,8 +6,8 @@
 #   tintype-browser  the renderer pod's browser container: Chromium's headless shell, the fonts of
 #                    scripts/apt-packages.txt, tini and the launcher (compiled, with Node 24 to run
 #                    it), nothing else. User 10002.
-#   tintype-all      (the default) `tintype start` on one machine: the tintype image with Chromium,
-#                    the fonts and iproute2 (TINTYPE_ISOLATION=netns) added.
+#   tintype-all      (the default) `tintype start` on one machine: the browser's packages with
+#                    iproute2 (TINTYPE_ISOLATION=netns) and the roles as the tintype image has them.
 # No TypeScript at run time: the roles are compiled here (`npm run build`); tsx and typescript
 # are development packages. Each image lists the Debian packages it holds, with their versions, in
 # /usr/share/tintype/debian-packages.txt (dpkg-query), so two builds can be compared.
@@ -31,8 +31,8 @@ ARG NODE_IMAGE=docker.io/library/node:24.21.0-bookworm-slim
 # from source against the base's own Node headers: no download from outside the npm registry.
 FROM ${NODE_IMAGE} AS packages
 WORKDIR /app
-RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
-    --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
+RUN --mount=type=cache,target=/var/cache/apt \
+    --mount=type=cache,target=/var/lib/apt/lists \
     rm -f /etc/apt/apt.conf.d/docker-clean \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 make g++
@@ -70,8 +70,8 @@ LABEL org.opencontainers.image.title="tintype" \
       org.opencontainers.image.created="${CREATED}" \
       org.opencontainers.image.licenses="UNLICENSED" \
       org.opencontainers.image.base.name="${NODE_IMAGE}"
-RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
-    --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
+RUN --mount=type=cache,target=/var/cache/apt \
+    --mount=type=cache,target=/var/lib/apt/lists \
     rm -f /etc/apt/apt.conf.d/docker-clean \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tini ca-certificates \
@@ -83,7 +83,7 @@ COPY --from=packages /app/node_modules ./node_modules
 COPY package.json ./
 COPY --from=build /build/dist ./
 RUN ln -s /app/bin/tintype.js /usr/local/bin/tintype \
- && tintype --help > /dev/null \
+ && tintype --help > /dev/null 2>&1 \
  && rm -rf /tmp/* /tmp/.[!.]*
 ENV NODE_ENV=production \
     HOME=/tmp \
@@ -95,9 +95,22 @@ EXPOSE 8080 8081 8082 3128
 ENTRYPOINT ["/usr/bin/tini", "-s", "--", "tintype"]
 CMD ["--help"]
 
+# Chromium's headless shell, every font of scripts/apt-packages.txt and tini: the browser's
+# packages, one layer shared by tintype-browser and tintype-all.
+FROM ${NODE_IMAGE} AS chromium
+COPY scripts/apt-packages.txt /tmp/apt-packages.txt
+RUN --mount=type=cache,target=/var/cache/apt \
+    --mount=type=cache,target=/var/lib/apt/lists \
+    rm -f /etc/apt/apt.conf.d/docker-clean \
+ && apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      chromium-headless-shell tini \
+      $(grep '^fonts-' /tmp/apt-packages.txt | sed 's/[[:space:]]//g') \
+ && rm -f /tmp/apt-packages.txt
+
 # The browser container's image: the launcher (renderer/browser/launcher, which imports only
 # Node's own modules) is all it runs of tintype.
-FROM ${NODE_IMAGE} AS tintype-browser
+FROM chromium AS tintype-browser
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 ARG CREATED=unknown
@@ -108,16 +121,7 @@ LABEL org.opencontainers.image.title="tintype-browser" \
       org.opencontainers.image.created="${CREATED}" \
       org.opencontainers.image.licenses="UNLICENSED" \
       org.opencontainers.image.base.name="${NODE_IMAGE}"
-COPY scripts/apt-packages.txt /tmp/apt-packages.txt
-RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
-    --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
-    rm -f /etc/apt/apt.conf.d/docker-clean \
- && apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      chromium-headless-shell tini \
-      $(grep '^fonts-' /tmp/apt-packages.txt | sed 's/[[:space:]]//g') \
- && rm -f /tmp/apt-packages.txt \
- && useradd --uid 10002 --user-group --home-dir /tmp --no-create-home --shell /usr/sbin/nologin browser \
+RUN useradd --uid 10002 --user-group --home-dir /tmp --no-create-home --shell /usr/sbin/nologin browser \
  && mkdir -p /usr/share/tintype \
  && dpkg-query -W -f '${Package}\t${Version}\n' > /usr/share/tintype/debian-packages.txt
 COPY --from=build /build/dist/renderer/browser/launcher /app/launcher
@@ -127,20 +131,38 @@ USER 10002:10002
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/launcher/main.js"]
 CMD []
 
-# `tintype start` on one machine (and any role): the roles' image with the browser's packages.
-FROM tintype AS tintype-all
+# `tintype start` on one machine (and any role): the browser's packages, iproute2
+# (TINTYPE_ISOLATION=netns), and the roles as in the tintype image, added after them so a change
+# of the roles rebuilds only their layers.
+FROM chromium AS tintype-all
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
 LABEL org.opencontainers.image.title="tintype-all" \
-      org.opencontainers.image.description="A metered HTTP API that renders web pages and HTML to PNG, JPEG and PDF, and draws Open Graph cards: every role and Chromium, for one machine."
-USER root
-COPY scripts/apt-packages.txt /tmp/apt-packages.txt
-RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
-    --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
+      org.opencontainers.image.description="A metered HTTP API that renders web pages and HTML to PNG, JPEG and PDF, and draws Open Graph cards: every role and Chromium, for one machine." \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.licenses="UNLICENSED" \
+      org.opencontainers.image.base.name="${NODE_IMAGE}"
+RUN --mount=type=cache,target=/var/cache/apt \
+    --mount=type=cache,target=/var/lib/apt/lists \
     apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      chromium-headless-shell iproute2 \
-      $(grep '^fonts-' /tmp/apt-packages.txt | sed 's/[[:space:]]//g') \
- && rm -f /tmp/apt-packages.txt \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends iproute2 ca-certificates \
+ && useradd --uid 10001 --user-group --home-dir /tmp --no-create-home --shell /usr/sbin/nologin tintype \
+ && mkdir -p /usr/share/tintype \
  && dpkg-query -W -f '${Package}\t${Version}\n' > /usr/share/tintype/debian-packages.txt
+WORKDIR /app
+COPY --from=packages /app/node_modules ./node_modules
+COPY package.json ./
+COPY --from=build /build/dist ./
+RUN ln -s /app/bin/tintype.js /usr/local/bin/tintype \
+ && tintype --help > /dev/null 2>&1 \
+ && rm -rf /tmp/* /tmp/.[!.]*
+ENV NODE_ENV=production \
+    HOME=/tmp \
+    TINTYPE_DATA_DIR=/tmp/tintype
 USER 10001:10001
+EXPOSE 8080 8081 8082 3128
 ENTRYPOINT ["/usr/bin/tini", "-s", "--", "tintype"]
 CMD ["start"]

@@ -42,7 +42,8 @@ t.test('base: Debian bookworm with Node 24 or later (NODE_IMAGE), for every stag
 t.test('three targets; the default is tintype-all, for `docker build .` and `tintype start`', async (t) => {
   for (const name of ['tintype', 'tintype-browser', 'tintype-all']) t.ok(stages.some((s) => s.name === name), name);
   t.equal(stages.at(-1)!.name, 'tintype-all');
-  t.equal(stage('tintype-all').from, 'tintype', 'built on the roles\' image');
+  t.equal(stage('tintype-browser').from, 'chromium', 'the browser\'s packages: one layer for both images that hold Chromium');
+  t.equal(stage('tintype-all').from, 'chromium');
   t.ok(stage('tintype-all').lines.includes('CMD ["start"]'));
 });
 
@@ -67,30 +68,32 @@ t.test('tintype: tini and CA certificates; no Chromium, no font, no compiler', a
 });
 
 t.test('tintype-browser: Chromium\'s headless shell, every font of scripts/apt-packages.txt, tini, the launcher; nothing of the roles', async (t) => {
-  const apt = aptOf('tintype-browser');
+  const apt = aptOf('chromium');
   for (const p of ['chromium-headless-shell', 'tini']) t.match(apt, new RegExp(`\\s${p}(\\s|$)`), p);
   t.notMatch(apt, /\schromium\s/, 'not the full browser');
   t.ok(fonts.length >= 5, `${fonts.length} font packages listed`);
   t.match(apt, "$(grep '^fonts-' /tmp/apt-packages.txt", 'the font list is read from scripts/apt-packages.txt, so none is forgotten');
   const copies = stage('tintype-browser').lines.filter((l) => l.startsWith('COPY '));
-  t.same(copies, ['COPY scripts/apt-packages.txt /tmp/apt-packages.txt', 'COPY --from=build /build/dist/renderer/browser/launcher /app/launcher'],
+  t.notOk(aptOf('tintype-browser'), 'nothing installed beyond the browser\'s packages');
+  t.same(copies, ['COPY --from=build /build/dist/renderer/browser/launcher /app/launcher'],
     'the launcher alone: no node_modules, no role');
   t.equal(stage('tintype-browser').lines.filter((l) => l.startsWith('USER ')).pop(), 'USER 10002:10002', 'a uid of its own, not the renderer\'s');
   t.equal(stage('tintype-browser').lines.filter((l) => l.startsWith('ENTRYPOINT ')).pop(), 'ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/launcher/main.js"]');
   t.ok(stage('tintype-browser').lines.some((l) => l.includes('useradd --uid 10002')));
 });
 
-t.test('tintype-all: the browser\'s packages added to the roles\' image, and iproute2 for TINTYPE_ISOLATION=netns', async (t) => {
-  const apt = aptOf('tintype-all');
-  for (const p of ['chromium-headless-shell', 'iproute2']) t.match(apt, new RegExp(`\\s${p}(\\s|$)`), p);
-  t.match(apt, "$(grep '^fonts-' /tmp/apt-packages.txt");
+t.test('tintype-all: the browser\'s packages, iproute2 for TINTYPE_ISOLATION=netns, and the roles as the tintype image has them', async (t) => {
+  t.match(aptOf('tintype-all'), /\siproute2(\s|$)/);
+  const roles = (name: string) => stage(name).lines.filter((l) => /^(COPY|WORKDIR|ENV|USER|ENTRYPOINT)\b/.test(l) || l.includes('ln -s /app/bin/tintype.js'));
+  t.same(roles('tintype-all'), roles('tintype'), 'the same roles, files, settings, user and entrypoint');
 });
 
 t.test('each image lists its Debian packages and versions; no apt list or cache in a layer', async (t) => {
   for (const name of ['tintype', 'tintype-browser', 'tintype-all']) {
-    const apt = aptOf(name);
-    t.match(apt, "dpkg-query -W -f '${Package}\\t${Version}\\n' > /usr/share/tintype/debian-packages.txt", name);
-    t.match(apt, /--mount=type=cache,target=\/var\/cache\/apt\b.*--mount=type=cache,target=\/var\/lib\/apt\/lists\b/, `${name}: apt's cache and lists are cache mounts, never layers`);
+    t.ok(stage(name).lines.some((l) => l.includes("dpkg-query -W -f '${Package}\\t${Version}\\n' > /usr/share/tintype/debian-packages.txt")), `${name}: written last in its stage`);
+  }
+  for (const s of stages.filter((x) => aptOf(x.name) !== '')) {
+    t.match(aptOf(s.name), /--mount=type=cache,target=\/var\/cache\/apt\b.*--mount=type=cache,target=\/var\/lib\/apt\/lists\b/, `${s.name}: apt's cache and lists are cache mounts, never layers`);
   }
   t.notOk(stages.filter((s) => s.name !== 'packages').some((s) => /apt-get install.*\b(g\+\+|make|python3)\b/.test(aptOf(s.name))), 'no compiler in an image');
 });
