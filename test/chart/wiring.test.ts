@@ -536,11 +536,11 @@ t.test("the browser container: Chromium's own uid and PID namespace, no secret i
       { name: 'policy: a check without a key', host: a('policy'), port: 8081, path: `${EXT_AUTHZ_PREFIX}/v1/ping`, method: 'GET', headers: {} },
     ],
   ];
-  // With no environment of this test's (tap's NODE_OPTIONS name loaders inside the checkout,
-  // which the container does not see when the packages are in it rather than linked).
+  // With no environment of this test's: tap adds to every child's NODE_OPTIONS loaders inside the
+  // checkout, which the container does not see when node_modules is a directory in it.
   const probe = await new Promise<string>((resolve, reject) => {
     execFile('nsenter', ['--target', String(inner), '--pid', '--mount', '--net', `--setuid=${browserUid}`, `--setgid=${browserUid}`, '--',
-      '/run/tintype-image/node', '-e', PROBE, JSON.stringify(input)], { encoding: 'utf8', env: {} }, (err, out, errOut) => (err === null ? resolve(out) : reject(new Error(`${err.message}: ${errOut}`))));
+      'env', '-i', '/run/tintype-image/node', '-e', PROBE, JSON.stringify(input)], { encoding: 'utf8' }, (err, out, errOut) => (err === null ? resolve(out) : reject(new Error(`${err.message}: ${errOut}`))));
   });
   const seen = JSON.parse(probe);
   t.equal(seen.uid, browserUid, 'the probe runs as the container');
