@@ -58,8 +58,10 @@ COPY controller ./controller
 RUN /opt/tsc/node_modules/.bin/tsc -p tsconfig.build.json \
  && chmod 0755 dist/bin/tintype.js
 
-# The roles' image.
+# The roles' image. Its only fonts are the OG cards' faces, which the renderer's Node process draws
+# with (renderer/og/typeset/faces.ts: Noto, Droid Sans Fallback, Nanum); Chromium's are not here.
 FROM ${NODE_IMAGE} AS tintype
+ARG NODE_IMAGE
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 ARG CREATED=unknown
@@ -75,6 +77,7 @@ RUN --mount=type=cache,target=/var/cache/apt \
     rm -f /etc/apt/apt.conf.d/docker-clean \
  && apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends tini ca-certificates \
+      fonts-noto-core fonts-noto-mono fonts-droid-fallback fonts-nanum \
  && useradd --uid 10001 --user-group --home-dir /tmp --no-create-home --shell /usr/sbin/nologin tintype \
  && mkdir -p /usr/share/tintype \
  && dpkg-query -W -f '${Package}\t${Version}\n' > /usr/share/tintype/debian-packages.txt
@@ -111,6 +114,7 @@ RUN --mount=type=cache,target=/var/cache/apt \
 # The browser container's image: the launcher (renderer/browser/launcher, which imports only
 # Node's own modules) is all it runs of tintype.
 FROM chromium AS tintype-browser
+ARG NODE_IMAGE
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 ARG CREATED=unknown
@@ -135,6 +139,7 @@ CMD []
 # (TINTYPE_ISOLATION=netns), and the roles as in the tintype image, added after them so a change
 # of the roles rebuilds only their layers.
 FROM chromium AS tintype-all
+ARG NODE_IMAGE
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 ARG CREATED=unknown

@@ -7,7 +7,8 @@
  * each lists its Debian packages; OCI labels, no secret in a layer; and a build context that
  * carries every folder the `tintype` command loads and nothing else.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { ROOT } from '../helm.ts';
@@ -60,10 +61,22 @@ t.test('compiled: the build stage runs the lockfile\'s TypeScript on tsconfig.bu
   t.notOk(stage('tintype').lines.some((l) => /^COPY (?!--from)/.test(l) && !l.startsWith('COPY package.json')), 'and no source from the checkout');
 });
 
-t.test('tintype: tini and CA certificates; no Chromium, no font, no compiler', async (t) => {
+t.test('tintype: tini, CA certificates and the OG cards\' fonts only; no Chromium, no compiler', async (t) => {
   const apt = aptOf('tintype');
   for (const p of ['tini', 'ca-certificates']) t.match(apt, new RegExp(`\\s${p}(\\s|$)`), p);
-  t.notMatch(apt, /chromium|fonts-|g\+\+|make|python3/);
+  t.notMatch(apt, /chromium|g\+\+|make|python3/);
+  // Every face file the renderer's drawing threads read (renderer/og/typeset/faces.ts), as this
+  // machine's Debian packages hold it: each such package is installed, and no other font.
+  const faces = readFileSync(path.join(ROOT, 'renderer/og/typeset/faces.ts'), 'utf8');
+  const files = [
+    ...[...faces.matchAll(/'(Noto[A-Za-z0-9-]+)'/g)].map((m) => `/usr/share/fonts/truetype/noto/${m[1]}.ttf`),
+    ...[...faces.matchAll(/\/(Nanum[A-Za-z]+\.ttf)/g)].map((m) => `/usr/share/fonts/truetype/nanum/${m[1]}`),
+    /const DROID = '([^']+)'/.exec(faces)![1]!,
+  ].filter((f) => existsSync(f));
+  t.ok(files.length >= 5, `${files.length} face files found on this machine`);
+  const owners = new Set(execFileSync('dpkg-query', ['-S', ...files], { encoding: 'utf8' }).split('\n').filter(Boolean).map((l) => l.split(':')[0]!));
+  const installed = new Set(apt.split(/\s+/).filter((w) => w.startsWith('fonts-')));
+  t.same([...installed].sort(), [...owners].sort(), 'the fonts installed are exactly the packages of the faces');
   t.ok(stage('tintype').lines.includes('COPY --from=packages /app/node_modules ./node_modules'));
 });
 

@@ -35,6 +35,7 @@ cat > "$work/run-container" <<'CONTAINER'
 set -euo pipefail
 r=$1 tmp=$2 ids=$3 envfile=$4 sockdir=$5; shift 6
 uid=${ids%%:*} rest=${ids#*:} gid=${rest%%:*} groups=${rest#*:}
+mapfile -t env < "$envfile"
 mount --bind "$r" "$r"
 mount -t proc proc "$r/proc"
 mount --rbind /dev "$r/dev"
@@ -46,7 +47,6 @@ cd "$r"
 pivot_root . mnt
 cd /
 /mnt/usr/bin/umount -l /mnt
-mapfile -t env < "$envfile"
 exec setpriv --reuid="$uid" --regid="$gid" --groups="$groups" --inh-caps=-all --bounding-set=-all --no-new-privs \
   env -i "${env[@]}" "$@"
 CONTAINER
