@@ -1,7 +1,7 @@
 // The checks of run-roles.sh, run on the node inside its network namespace (Node's own modules only).
 //   drive.mjs roles WORK KEY   policy, guard, renderer + browser: ready, then one page rendered through the guard
 //   drive.mjs start WORK       tintype start (tintype-all): ready, a key made beside it, the same page
-// Prints each role's time to /healthz/ready, and its process tree's CPU time and RSS at that moment.
+// Prints each role's time from its container's start to /healthz/ready, and its process tree's CPU time and RSS at that moment.
 import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 
@@ -33,10 +33,11 @@ function tree(pid) {
 
 async function ready(role, port) {
   const pid = Number(readFileSync(`${work}/${role}.pid`, 'utf8'));
+  const started = Number(readFileSync(`${work}/${role}.started`, 'utf8'));
   for (;;) {
     const res = await fetch(`http://127.0.0.1:${port}/healthz/ready`).catch(() => undefined);
     if (res?.status === 200) {
-      const figures = { role, readyS: +((performance.now() - t0) / 1000).toFixed(2), ...tree(pid) };
+      const figures = { role, readyS: +((Date.now() - started) / 1000).toFixed(2), ...tree(pid) };
       console.log(`run-roles: ${JSON.stringify(figures)}`);
       return;
     }

@@ -70,6 +70,7 @@ user() { node -e 'console.log(require(process.argv[1]).User)' "$dir/$1.config.js
 container() { local name=$1 target=$2 tmp=$3; shift 4
   local ids; ids="$(user "$target"):10001"
   mapfile -t ep < <(entrypoint "$target")
+  date +%s%3N > "$work/$name.started"
   unshare --mount --propagation private "$work/run-container" "$dir/$target" "$(emptydir "tmp-$tmp")" "$ids" \
     "$work/$name.env" "$sock" -- "${ep[@]}" "$@" > "$work/$name.log" 2>&1 &
   echo $! > "$work/$name.pid"
@@ -103,7 +104,7 @@ key=$(grep -o 'sk_[A-Za-z0-9_-]*' "$work/keys.log" | head -1)
 # A site on loopback, reached only through the guard (GUARD_ALLOW_CIDRS lets the guard fetch it).
 node "$here/site.mjs" 127.0.0.2 8000 > "$work/site.log" 2>&1 &
 envfile guard tintype PORT=3128 TINTYPE_ADMIN_PORT=9128 GUARD_ALLOW_CIDRS=127.0.0.2/32 > /dev/null
-envfile renderer tintype PORT=8082 TINTYPE_ADMIN_PORT=9082 TINTYPE_ISOLATION=pod GUARD_URL=http://127.0.0.1:3128 \
+envfile renderer tintype PORT=8082 TINTYPE_ADMIN_PORT=9082 TINTYPE_ISOLATION=pod GUARD_URL=http://127.0.0.1:3128 GUARD_ALLOW_CIDRS=127.0.0.2/32 \
   "${renderer_leases[@]}" TINTYPE_SLOTS=1 \
   TINTYPE_BROWSER_SOCKET=/run/tintype-browser/cdp.sock > /dev/null
 envfile browser tintype-browser TINTYPE_BROWSER_SOCKET=/run/tintype-browser/cdp.sock TINTYPE_BROWSER_CONNECTIONS=2 > /dev/null
