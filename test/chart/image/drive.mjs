@@ -47,14 +47,17 @@ async function ready(role, port) {
   }
 }
 
-async function png(res, what) {
+/** GET requests the site has served so far. */
+const served = () => readFileSync(`${work}/site.log`, 'utf8').split('\n').filter((l) => l.startsWith('site: GET')).length;
+
+async function png(res, what, before) {
   const body = Buffer.from(await res.arrayBuffer());
   if (res.status !== 200 || !body.subarray(0, 4).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47]))) {
     throw new Error(`${what}: ${res.status} ${body.subarray(0, 300).toString('utf8')}`);
   }
-  const served = readFileSync(`${work}/site.log`, 'utf8').split('\n').filter((l) => l.startsWith('site: GET')).length;
-  if (served === 0) throw new Error(`${what}: a PNG, but the site served nothing`);
-  console.log(`run-roles: ${what}: 200, a ${body.length}-byte PNG; the site served ${served} request(s), through the guard`);
+  const now = served() - before;
+  if (now === 0) throw new Error(`${what}: a PNG, but the site served nothing for it`);
+  console.log(`run-roles: ${what}: 200, a ${body.length}-byte PNG; the site served ${now} request(s) for it, through the guard`);
 }
 
 if (mode === 'roles') {
@@ -62,22 +65,24 @@ if (mode === 'roles') {
   const authz = await fetch('http://127.0.0.1:8081/authz/v1/screenshot', { method: 'POST', headers: { authorization: `Bearer ${key}` } });
   const lease = authz.headers.get('x-tintype-lease');
   if (authz.status !== 200 || lease === null) throw new Error(`policy /authz: ${authz.status} ${await authz.text()}`);
+  const before = served();
   const res = await fetch('http://127.0.0.1:8082/v1/screenshot', {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-tintype-lease': lease, 'x-tintype-key': authz.headers.get('x-tintype-key') ?? '' },
     body: JSON.stringify(PAGE),
   });
-  await png(res, 'renderer + browser, POST /v1/screenshot with policy\'s lease');
+  await png(res, 'renderer + browser, POST /v1/screenshot with policy\'s lease', before);
 } else if (mode === 'start') {
   await ready('start', 9080);
   const made = execFileSync('unshare', ['--mount', '--propagation', 'private', `${work}/run-container`, `${process.env.TINTYPE_ALL_ROOT}`, `${work}/tmp-start`, '10001:10001:10001', `${work}/startkeys.env`, `${work}/browser-socket`, '--',
     '/usr/bin/tini', '-s', '--', 'tintype', 'keys', 'create', '--plan', 'free', '--name', 'start'], { encoding: 'utf8' });
   const secret = /sk_[A-Za-z0-9_-]+/.exec(made)?.[0];
   if (secret === undefined) throw new Error(`tintype keys create printed no secret: ${made}`);
+  const before = served();
   const res = await fetch('http://127.0.0.1:8080/v1/screenshot', {
     method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` }, body: JSON.stringify(PAGE),
   });
-  await png(res, 'tintype start, POST /v1/screenshot with a key');
+  await png(res, 'tintype start, POST /v1/screenshot with a key', before);
 } else {
   throw new Error(`drive.mjs: unknown mode ${mode}`);
 }

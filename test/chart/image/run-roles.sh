@@ -27,7 +27,7 @@ work=$(mktemp -d /var/tmp/tintype-roles-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # A mount point the chart gives both containers of the renderer pod (the browser socket's emptyDir),
 # made in the image's root as a container runtime makes a mount point.
-for t in tintype tintype-browser; do mkdir -p "$dir/$t/run/tintype-browser"; done
+for t in tintype tintype-browser tintype-all; do mkdir -p "$dir/$t/run/tintype-browser"; done
 
 # One container: run-container ROOTFS EMPTYDIR UID:GID:GROUPS ENV-FILE SOCKETDIR -- ARGV...
 cat > "$work/run-container" <<'CONTAINER'
