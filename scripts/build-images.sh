@@ -18,7 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-NODE_VERSION=24.21.0
+# One Node for the images and CI's Node 24 runs: the version scripts/node24.sh names.
+NODE_VERSION=$(sed -n 's/^NODE_VERSION=//p' scripts/node24.sh)
 NPM_VERSION=11.19.1
 SUITE=bookworm
 TARGETS=(tintype tintype-browser tintype-all)
