@@ -61,17 +61,6 @@ RUN /opt/tsc/node_modules/.bin/tsc -p tsconfig.build.json \
 # The roles' image. Its only fonts are the OG cards' faces, which the renderer's Node process draws
 # with (renderer/og/typeset/faces.ts: Noto, Droid Sans Fallback, Nanum); Chromium's are not here.
 FROM ${NODE_IMAGE} AS tintype
-ARG NODE_IMAGE
-ARG VERSION=0.1.0
-ARG REVISION=unknown
-ARG CREATED=unknown
-LABEL org.opencontainers.image.title="tintype" \
-      org.opencontainers.image.description="A metered HTTP API that renders web pages and HTML to PNG, JPEG and PDF, and draws Open Graph cards: every role but the browser." \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.created="${CREATED}" \
-      org.opencontainers.image.licenses="UNLICENSED" \
-      org.opencontainers.image.base.name="${NODE_IMAGE}"
 RUN --mount=type=cache,target=/var/cache/apt \
     --mount=type=cache,target=/var/lib/apt/lists \
     rm -f /etc/apt/apt.conf.d/docker-clean \
@@ -91,6 +80,18 @@ RUN ln -s /app/bin/tintype.js /usr/local/bin/tintype \
 ENV NODE_ENV=production \
     HOME=/tmp \
     TINTYPE_DATA_DIR=/tmp/tintype
+# Labels last: a new revision or date never rebuilds a layer above.
+ARG NODE_IMAGE
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
+LABEL org.opencontainers.image.title="tintype" \
+      org.opencontainers.image.description="A metered HTTP API that renders web pages and HTML to PNG, JPEG and PDF, and draws Open Graph cards: every role but the browser." \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.licenses="UNLICENSED" \
+      org.opencontainers.image.base.name="${NODE_IMAGE}"
 USER 10001:10001
 EXPOSE 8080 8081 8082 3128
 # tini reaps only as PID 1 or as a child subreaper; -s makes it one, so it still reaps where it is
@@ -114,6 +115,12 @@ RUN --mount=type=cache,target=/var/cache/apt \
 # The browser container's image: the launcher (renderer/browser/launcher, which imports only
 # Node's own modules) is all it runs of tintype.
 FROM chromium AS tintype-browser
+RUN useradd --uid 10002 --user-group --home-dir /tmp --no-create-home --shell /usr/sbin/nologin browser \
+ && mkdir -p /usr/share/tintype \
+ && dpkg-query -W -f '${Package}\t${Version}\n' > /usr/share/tintype/debian-packages.txt
+COPY --from=build /build/dist/renderer/browser/launcher /app/launcher
+ENV HOME=/tmp
+# Labels last: a new revision or date never rebuilds a layer above.
 ARG NODE_IMAGE
 ARG VERSION=0.1.0
 ARG REVISION=unknown
@@ -125,11 +132,6 @@ LABEL org.opencontainers.image.title="tintype-browser" \
       org.opencontainers.image.created="${CREATED}" \
       org.opencontainers.image.licenses="UNLICENSED" \
       org.opencontainers.image.base.name="${NODE_IMAGE}"
-RUN useradd --uid 10002 --user-group --home-dir /tmp --no-create-home --shell /usr/sbin/nologin browser \
- && mkdir -p /usr/share/tintype \
- && dpkg-query -W -f '${Package}\t${Version}\n' > /usr/share/tintype/debian-packages.txt
-COPY --from=build /build/dist/renderer/browser/launcher /app/launcher
-ENV HOME=/tmp
 USER 10002:10002
 # The launcher is PID 1's only child: tini reaps what a killed Chromium leaves.
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/launcher/main.js"]
@@ -139,17 +141,6 @@ CMD []
 # (TINTYPE_ISOLATION=netns), and the roles as in the tintype image, added after them so a change
 # of the roles rebuilds only their layers.
 FROM chromium AS tintype-all
-ARG NODE_IMAGE
-ARG VERSION=0.1.0
-ARG REVISION=unknown
-ARG CREATED=unknown
-LABEL org.opencontainers.image.title="tintype-all" \
-      org.opencontainers.image.description="A metered HTTP API that renders web pages and HTML to PNG, JPEG and PDF, and draws Open Graph cards: every role and Chromium, for one machine." \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.created="${CREATED}" \
-      org.opencontainers.image.licenses="UNLICENSED" \
-      org.opencontainers.image.base.name="${NODE_IMAGE}"
 RUN --mount=type=cache,target=/var/cache/apt \
     --mount=type=cache,target=/var/lib/apt/lists \
     apt-get update \
@@ -167,6 +158,18 @@ RUN ln -s /app/bin/tintype.js /usr/local/bin/tintype \
 ENV NODE_ENV=production \
     HOME=/tmp \
     TINTYPE_DATA_DIR=/tmp/tintype
+# Labels last: a new revision or date never rebuilds a layer above.
+ARG NODE_IMAGE
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
+LABEL org.opencontainers.image.title="tintype-all" \
+      org.opencontainers.image.description="A metered HTTP API that renders web pages and HTML to PNG, JPEG and PDF, and draws Open Graph cards: every role and Chromium, for one machine." \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.licenses="UNLICENSED" \
+      org.opencontainers.image.base.name="${NODE_IMAGE}"
 USER 10001:10001
 EXPOSE 8080 8081 8082 3128
 ENTRYPOINT ["/usr/bin/tini", "-s", "--", "tintype"]
