@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 /** The `tintype` command: one subcommand per role (docs/architecture.md §1). Wiring only. */
 import { CommandLineError, wantsHelp } from './commands/command.ts';
 import { commands } from './commands/index.ts';

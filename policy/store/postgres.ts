@@ -23,6 +23,12 @@ export interface PostgresStoreOptions {
   poolSize: number;
   /** A statement that takes longer (lock waits included) fails, and the check fails closed; PG_TIMEOUTS.statementMs by default. */
   statementTimeoutMs?: number;
+  /**
+   * How long a call may wait for a pooled connection, or for a new one to open, before it fails
+   * (and the check fails closed); PG_TIMEOUTS.acquireMs by default. Production keeps the default:
+   * it is part of the check's budget inside the edge's ext_authz timeout.
+   */
+  acquireTimeoutMs?: number;
 }
 
 /**
@@ -49,7 +55,7 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
   const pool = new pg.Pool({
     connectionString: o.url,
     max: o.poolSize,
-    connectionTimeoutMillis: PG_TIMEOUTS.acquireMs,
+    connectionTimeoutMillis: o.acquireTimeoutMs ?? PG_TIMEOUTS.acquireMs,
     statement_timeout: o.statementTimeoutMs ?? PG_TIMEOUTS.statementMs,
     query_timeout: (o.statementTimeoutMs ?? PG_TIMEOUTS.statementMs) + (PG_TIMEOUTS.queryMs - PG_TIMEOUTS.statementMs),
     idleTimeoutMillis: 30_000,

@@ -24,6 +24,7 @@ import { findTool, sh } from './launch-script.ts';
 import { NETNS_REFUSE_PORT, readMessages, send, type FromRelay, type ToRelay } from './relay-protocol.ts';
 import type { RelaySet } from './relay-set.ts';
 import { listen } from '../../lib/listen.ts';
+import { sourceModule, typescriptLoader } from '../../lib/modules.ts';
 
 const RELAY_READY_TIMEOUT_MS = 20_000;
 const ACK_TIMEOUT_MS = 5_000;
@@ -69,8 +70,8 @@ export async function prepareNetnsLaunch(options: {
   const { unshare, ip } = netnsTools();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-netns-'));
   const controlPath = path.join(dir, 'control.sock');
-  const relayMain = fileURLToPath(new URL('./relay-main.ts', import.meta.url));
-  const tsx = import.meta.resolve('tsx');
+  const relayMain = fileURLToPath(sourceModule('./relay-main.ts', import.meta.url));
+  const tsx = typescriptLoader();
   const inside = path.join(dir, 'inside.sh');
   const launcher = path.join(dir, 'launch.sh');
   const jail = path.join(dir, 'jail.sh');
@@ -82,7 +83,7 @@ export async function prepareNetnsLaunch(options: {
     inside,
     [
       `${sh(ip)} link set lo up || exit 70`,
-      `${sh(process.execPath)} --import ${sh(tsx)} ${sh(relayMain)} ${sh(controlPath)} </dev/null 3>&- 4>&- &`,
+      `${sh(process.execPath)}${tsx === undefined ? '' : ` --import ${sh(tsx)}`} ${sh(relayMain)} ${sh(controlPath)} </dev/null 3>&- 4>&- &`,
       `exec ${sh(unshare)} --mount --propagation private -- /bin/sh ${sh(jail)} "$@"`,
       '',
     ].join('\n'),

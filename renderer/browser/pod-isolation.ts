@@ -19,6 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 import type { RenderTally } from '../../lib/guard-contract.ts';
+import { sourceModule, typescriptLoader } from '../../lib/modules.ts';
 import { chromiumArgs } from './launcher/switches.ts';
 import { dialGuard, guardAddress, tallyReader, type GuardAddress } from './guard-endpoint.ts';
 import type { BrowserIsolation, IsolatedBrowser, IsolationOptions } from './isolation.ts';
@@ -144,10 +145,9 @@ class PodIsolation implements BrowserIsolation {
   /** Starts launcher/main.ts as a child on a socket in a private directory; resolves once it listens. */
   private async startLocalLauncher(): Promise<{ child: ChildProcess; dir: string; exited: Promise<void> }> {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-browser-'));
-    const compiled = fileURLToPath(new URL('./launcher/main.js', import.meta.url));
-    const argv = existsSync(compiled)
-      ? [compiled]
-      : ['--import', import.meta.resolve('tsx'), fileURLToPath(new URL('./launcher/main.ts', import.meta.url))];
+    const main = fileURLToPath(sourceModule('./launcher/main.ts', import.meta.url));
+    const tsx = typescriptLoader();
+    const argv = tsx === undefined ? [main] : ['--import', tsx, main];
     const env: Record<string, string> = {
       TINTYPE_BROWSER_SOCKET: path.join(dir, 'cdp.sock'),
       TINTYPE_BROWSER_CONNECTIONS: String(this.options.lanes + 1),

@@ -15,6 +15,7 @@ import { Worker } from 'node:worker_threads';
 import { ServiceError } from '../../lib/errors.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
 import type { Registry } from '../../lib/metrics.ts';
+import { sourceModule, typescriptApi } from '../../lib/modules.ts';
 import type { OgCard } from './fields.ts';
 import type { DrawRequest, ThreadMessage } from './worker-protocol.ts';
 
@@ -85,7 +86,7 @@ interface Thread {
   idle: NodeJS.Timeout | undefined;
 }
 
-const DEFAULT_ENTRY = new URL('./worker.ts', import.meta.url);
+const DEFAULT_ENTRY = sourceModule('./worker.ts', import.meta.url);
 
 /**
  * Heap limits of a drawing thread. The old generation bound makes a runaway card end its own
@@ -95,10 +96,12 @@ const DEFAULT_ENTRY = new URL('./worker.ts', import.meta.url);
  */
 export const DRAWING_THREAD_LIMITS = { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb: 8 } as const;
 // A worker cannot reuse the parent's TypeScript loader (tsx registers per thread on Node 20),
-// so each thread registers it before importing its entry. Resolved here, from this checkout.
-const TSX_API = import.meta.resolve('tsx/esm/api');
+// so each thread registers it before importing its entry. Resolved here, from this checkout;
+// compiled, there is nothing to register.
+const TSX_API = typescriptApi();
 
 function bootstrap(entry: URL): string {
+  if (TSX_API === undefined) return `import(${JSON.stringify(entry.href)});`;
   return `import(${JSON.stringify(TSX_API)}).then((m) => { m.register(); return import(${JSON.stringify(entry.href)}); });`;
 }
 

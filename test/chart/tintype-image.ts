@@ -37,15 +37,19 @@ export interface ImageConfig {
 }
 
 /**
- * The final stage of a Dockerfile, continued lines joined: ENV as `K=V` pairs (values with spaces
- * or quotes are not used by the image, so not parsed), the last ENTRYPOINT and CMD in exec form
- * (JSON arrays; the shell form is refused, as the image does not use it). The final stage must
- * set its ENTRYPOINT: the base image's is not read.
+ * A target of a Dockerfile (a stage `FROM … AS <target>`; `tintype`, the roles' image, by default),
+ * continued lines joined: ENV as `K=V` pairs (values with spaces or quotes are not used by the
+ * image, so not parsed), the last ENTRYPOINT and CMD in exec form (JSON arrays; the shell form is
+ * refused, as the image does not use it). The stage must set its ENTRYPOINT: the base image's (or
+ * the stage it is built on) is not read.
  */
-export function imageConfig(dockerfile: string): ImageConfig {
+export function imageConfig(dockerfile: string, target = 'tintype'): ImageConfig {
   const lines = readFileSync(dockerfile, 'utf8').replace(/\\\n/g, ' ').split('\n').map((l) => l.trim());
   const out: ImageConfig = { env: {}, entrypoint: [], cmd: [] };
-  for (const line of lines.slice(lines.map((l) => /^FROM\s/i.test(l)).lastIndexOf(true))) {
+  const start = lines.findIndex((l) => new RegExp(`^FROM\\s+\\S+\\s+AS\\s+${target}$`, 'i').test(l));
+  if (start < 0) throw new Error(`Dockerfile: no stage ${target}`);
+  const next = lines.findIndex((l, i) => i > start && /^FROM\s/i.test(l));
+  for (const line of lines.slice(start, next < 0 ? undefined : next)) {
     const m = /^(ENV|ENTRYPOINT|CMD)\s+(.*)$/i.exec(line);
     if (m === null) continue;
     const [, op, rest] = m as unknown as [string, string, string];

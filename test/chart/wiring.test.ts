@@ -82,6 +82,14 @@ interface Proc {
 // Outside /tmp: each pod mounts a /tmp of its own, and must still see the `tintype` link, the
 // projected volumes and the backends' sockets here.
 const dir = mkdtempSync('/var/tmp/tintype-wiring-');
+/**
+ * Where each pod sees this checkout, as the image has its application at /app: the checkout is
+ * bound here in the pod's own mount namespace before its /tmp is, so a checkout under /tmp (which
+ * the pod's /tmp hides) runs as well as one anywhere else.
+ */
+const APP = path.join(dir, 'app');
+/** A path of this checkout (or anything under it, such as a Node from its packages) as a pod sees it. */
+const inPod = (p: string): string => (p === ROOT || p.startsWith(ROOT + path.sep) ? APP + p.slice(ROOT.length) : p);
 const procs: Proc[] = [];
 const hostServers: net.Server[] = [];
 let podNet: PodNet | undefined;
@@ -94,10 +102,14 @@ const byRole = (role: string): PodPlan => {
   return p;
 };
 
-/** Runs argv in a pod: its namespace, its own /tmp (the pod's emptyDir), exactly `env`. */
+/**
+ * Runs argv in a pod: its namespace, this checkout at APP (its working directory), its own /tmp
+ * (the pod's emptyDir), exactly `env`.
+ */
 function runInPod(name: string, ns: string, tmp: string, env: Record<string, string>, argv: string[]): Proc {
-  const child = spawn('ip', ['netns', 'exec', ns, 'sh', '-c', 'mount --bind "$0" /tmp && exec env -i "$@"', tmp,
-    ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv], { cwd: ROOT, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const pod = 'app=$1 tmp=$2; shift 2; mount --rbind "$0" "$app" && mount --bind "$tmp" /tmp && cd "$app" && exec env -i "$@"';
+  const child = spawn('ip', ['netns', 'exec', ns, 'sh', '-c', pod, ROOT, APP, tmp,
+    ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv], { cwd: '/', detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   return track(name, child);
 }
 
@@ -354,8 +366,9 @@ t.before(async () => {
   // `tintype` on the PATH, as the image links it.
   const bin = path.join(dir, 'bin');
   mkdirSync(bin);
-  symlinkSync(path.join(ROOT, 'bin/tintype'), path.join(bin, 'tintype'));
-  const PATH = `${bin}:${path.dirname(process.execPath)}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
+  mkdirSync(APP);
+  symlinkSync(path.join(APP, 'bin/tintype'), path.join(bin, 'tintype'));
+  const PATH = `${bin}:${inPod(path.dirname(process.execPath))}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
 
   for (const [name, b] of Object.entries(BACKENDS)) {
     const sock = path.join(dir, `${name}.sock`);
@@ -375,7 +388,7 @@ t.before(async () => {
   const envoyRoot = path.join(dir, 'envoy-volumes');
   projectConfigMaps(envoy, objects, envoyRoot);
   const edge = runInPod(envoy.deployment, pn.ns('envoy'), podTmp('envoy'), { PATH },
-    ['node', '--import', 'tsx', path.join(ROOT, 'test/chart/wiring/edge.ts'), envoyRoot, ...envoy.argv.slice(1)]);
+    ['node', '--import', 'tsx', path.join(APP, 'test/chart/wiring/edge.ts'), envoyRoot, ...envoy.argv.slice(1)]);
   // The renderer pod's two containers: the browser's (the launcher, Chromium) and the renderer's,
   // sharing the pod's network and the socket's emptyDir, nothing else.
   const rendererPlan = byRole('renderer');
@@ -544,10 +557,12 @@ t.test("the browser container: Chromium's own uid and PID namespace, no secret i
       { name: 'policy: a claim of a forged lease', host: a('policy'), port: DEFAULT_POLICY_SETTLE_PORT, path: CLAIM_PATH, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ lease: forgedLease }) },
     ],
   ];
+  // With no environment of this test's: tap adds to every child's NODE_OPTIONS loaders inside the
+  // checkout, which the container does not see when node_modules is a directory in it.
   const probe = await new Promise<string>((resolve, reject) => {
     execFile('nsenter', ['--target', String(inner), '--pid', '--mount', '--net', `--setuid=${browserUid}`, `--setgid=${browserUid}`, '--',
-      // env(1) drops the loader tap puts in NODE_OPTIONS of every child: its path is the checkout's, which the container cannot see.
-      '/usr/bin/env', '-u', 'NODE_OPTIONS', '/run/tintype-image/node', '-e', PROBE, JSON.stringify(input)], { encoding: 'utf8' }, (err, out, errOut) => (err === null ? resolve(out) : reject(new Error(`${err.message}: ${errOut}`))));
+      // env -i: tap gives every child its loader through NODE_OPTIONS by a checkout path the container cannot see.
+      'env', '-i', '/run/tintype-image/node', '-e', PROBE, JSON.stringify(input)], { encoding: 'utf8' }, (err, out, errOut) => (err === null ? resolve(out) : reject(new Error(`${err.message}: ${errOut}`))));
   });
   const seen = JSON.parse(probe);
   t.equal(seen.uid, browserUid, 'the probe runs as the container');

@@ -1,4 +1,4 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import pg from 'pg';
 import { loadConfig } from '../../lib/config.ts';
 import { createPolicy } from '../../policy/authorize.ts';
@@ -6,10 +6,75 @@ import { hashSecret, newSecret } from '../../policy/secrets.ts';
 import { BUILT_IN_PLANS } from '../../policy/plans.ts';
 import { PG_MIGRATIONS } from '../../policy/store/postgres-schema.ts';
 import { openUsageReader, readUsage } from '../../policy/usage-reader.ts';
-import { rulesSuite } from './rules-suite.ts';
+import net from 'node:net';
+import { openPostgresStore } from '../../policy/store/postgres.ts';
+import { PATIENT_ACQUIRE_MS, parallelChecksExact, policyOn, rulesSuite } from './rules-suite.ts';
 import { fakeClock, storeHome } from './stores.ts';
 
 rulesSuite(t, 'postgres');
+
+/** How long each new connection through slowConnects() waits before it reaches PostgreSQL. */
+const SLOW_CONNECT_MS = 700;
+
+/**
+ * A relay in front of PostgreSQL that opens each connection only after SLOW_CONNECT_MS, as a
+ * loaded machine (or a far database) can: longer than the production 500 ms connect timeout.
+ * Resolves to the database URL through it.
+ */
+async function slowConnects(t: Test, url: string): Promise<string> {
+  const target = new URL(url);
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((c) => {
+    sockets.add(c);
+    c.on('error', () => {});
+    c.once('close', () => sockets.delete(c));
+    c.pause();
+    setTimeout(() => {
+      const up = net.connect(Number(target.port), target.hostname);
+      sockets.add(up);
+      up.on('error', () => c.destroy());
+      up.once('close', () => { sockets.delete(up); c.destroy(); });
+      c.once('close', () => up.destroy());
+      c.pipe(up).pipe(c);
+      c.resume();
+    }, SLOW_CONNECT_MS);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }));
+  const slow = new URL(url);
+  slow.port = String((server.address() as net.AddressInfo).port);
+  return slow.toString();
+}
+
+t.test('parallel checks stay exact when every PostgreSQL connection is slow to open (the test gives its stores the time)', async (t) => {
+  const home = await storeHome('postgres');
+  t.teardown(() => home.drop());
+  const direct = home.open();
+  t.teardown(() => direct.close());
+  await direct.migrate();
+  const url = await slowConnects(t, home.env.DATABASE_URL!);
+  const store = openPostgresStore({ url, poolSize: 10, acquireTimeoutMs: PATIENT_ACQUIRE_MS });
+  const replica = openPostgresStore({ url, poolSize: 10, acquireTimeoutMs: PATIENT_ACQUIRE_MS });
+  t.teardown(async () => { await store.close(); await replica.close(); });
+  const clock = fakeClock('2026-07-07T07:07:07Z');
+  await parallelChecksExact(t, { ...policyOn(store, clock), store, replica, clock });
+});
+
+t.test('with the production connect timeout, a check whose connection takes longer fails closed: nothing granted, nothing reserved', async (t) => {
+  const home = await storeHome('postgres');
+  t.teardown(() => home.drop());
+  const direct = home.open();
+  t.teardown(() => direct.close());
+  await direct.migrate();
+  const clock = fakeClock('2026-07-07T07:07:07Z');
+  const k = await policyOn(direct, clock).key('scale');
+  const store = openPostgresStore({ url: await slowConnects(t, home.env.DATABASE_URL!), poolSize: 10 });
+  t.teardown(() => store.close());
+  // policy/server.ts answers a check that throws with 503 busy (README "Stores"; test/policy/unreachable.test.ts).
+  await t.rejects(policyOn(store, clock).policy.check(`Bearer ${k.secret}`, 'pdf'), /timeout exceeded when trying to connect|Connection terminated due to connection timeout/);
+  t.equal(await direct.inFlight(k.id), 0, 'no render place taken');
+  t.equal(await direct.monthUsed(k.id, '2026-07'), 0, 'nothing metered');
+});
 
 for (const left of [1, 2, 4]) {
   t.test(`a database left at migration ${left} is brought to the latest at start, once, keeping its leases and ledger`, async (t) => {

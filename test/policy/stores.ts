@@ -24,8 +24,12 @@ export interface StoreHome {
   lockAll(): Promise<() => Promise<void>>;
   /** Env that points a policy process at this home. */
   env: Record<string, string>;
-  /** `timeoutMs`: how long a store call may wait on a lock before failing (default: the store's). */
-  open(timeoutMs?: number): PolicyStore;
+  /**
+   * `timeoutMs`: how long a store call may wait on a lock before failing (default: the store's).
+   * `acquireTimeoutMs` (PostgreSQL): how long a call may wait for a connection (default: the
+   * store's 500 ms, which a loaded machine can spend on a connect alone).
+   */
+  open(timeoutMs?: number, acquireTimeoutMs?: number): PolicyStore;
   drop(): Promise<void>;
 }
 
@@ -71,7 +75,7 @@ export async function storeHome(kind: StoreKind): Promise<StoreHome> {
         await c.end();
       };
     },
-    open: (timeoutMs) => openPostgresStore({ url, poolSize: 10, statementTimeoutMs: timeoutMs }),
+    open: (timeoutMs, acquireTimeoutMs) => openPostgresStore({ url, poolSize: 10, statementTimeoutMs: timeoutMs, acquireTimeoutMs }),
     async drop() {
       const a = new pg.Client({ connectionString: PG_ADMIN_URL });
       await a.connect();
