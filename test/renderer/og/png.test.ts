@@ -67,17 +67,18 @@ t.test('Chromium decodes every drawn card to the pixels that were encoded', asyn
   for (const card of cards) {
     const pixels = paintPixels(card).pixels.slice();
     const png = encodePng(pixels, 1200, 630);
-    const decoded = await page.evaluate(async (base64: string) => {
+    // Decoded in the page (a string: these tests have no DOM types), read back as RGBA bytes.
+    const decoded = (await page.evaluate(`(async (base64) => {
       const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
       const image = await createImageBitmap(new Blob([bytes], { type: 'image/png' }), { colorSpaceConversion: 'none', premultiplyAlpha: 'none' });
       const canvas = new OffscreenCanvas(image.width, image.height);
-      const context = canvas.getContext('2d')!;
+      const context = canvas.getContext('2d');
       context.drawImage(image, 0, 0);
       const data = context.getImageData(0, 0, image.width, image.height).data;
       let out = '';
       for (let i = 0; i < data.length; i += 0x8000) out += String.fromCharCode(...data.subarray(i, i + 0x8000));
       return { width: image.width, height: image.height, rgba: btoa(out) };
-    }, png.toString('base64'));
+    })(${JSON.stringify(png.toString('base64'))})`)) as { width: number; height: number; rgba: string };
     const name = `${card.template} ${card.theme} "${card.title.slice(0, 24)}"`;
     t.same([decoded.width, decoded.height], [1200, 630], `${name}: size`);
     const rgba = Buffer.from(decoded.rgba, 'base64');
