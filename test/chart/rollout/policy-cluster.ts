@@ -11,12 +11,16 @@
  * to run (`refresh()`), so a test can put it where Envoy's interval allows it to fall.
  */
 import http from 'node:http';
+import { SETTLE_PATH } from '../../../lib/policy-contract.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
 export interface PolicyPod {
   name: string;
+  /** ext_authz, Envoy's listener. */
   port: number;
+  /** claim, release and settle: the renderers' listener. */
+  settlePort: number;
   adminPort: number;
 }
 
@@ -111,7 +115,7 @@ export function policyCluster(bootstrap: any) {
     async settle(body: string): Promise<Answer> {
       const pods = [...endpoints.values()];
       const pod = pods[Math.floor(Math.random() * pods.length)]!;
-      return { ...(await send(pod.port, { method: 'POST', path: '/settle', headers: { 'content-type': 'application/json' }, body }, settleAgent, 10_000)), host: pod.name };
+      return { ...(await send(pod.settlePort, { method: 'POST', path: SETTLE_PATH, headers: { 'content-type': 'application/json' }, body }, settleAgent, 10_000)), host: pod.name };
     },
     close(): void {
       for (const t of timers) clearInterval(t);
