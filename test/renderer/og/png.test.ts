@@ -1,5 +1,9 @@
 import { inflateSync } from 'node:zlib';
+import puppeteer from 'puppeteer-core';
 import t from 'tap';
+import { paintPixels } from '../../../renderer/og/draw.ts';
+import { TEMPLATES, THEMES } from '../../../renderer/og/fields.ts';
+import { MIXED, SCRIPTS, fullCard } from '../../../renderer/og/samples.ts';
 import { decodePng, encodePng } from '../../../renderer/og/typeset/png.ts';
 
 function chunks(png: Buffer): { type: string; data: Buffer }[] {
@@ -32,6 +36,55 @@ t.test('the encoder writes a valid RGB PNG that decodes to the same pixels', asy
   const back = decodePng(png);
   t.same([back.width, back.height], [width, height]);
   t.same(Buffer.from(back.data), Buffer.from(rgba), 'the same pixels');
+});
+
+t.test('rows of any width, from pixels at any byte offset, decode to the same pixels', async (t) => {
+  // Widths that leave 0-3 pixels after the last group of four, and a view not on a word boundary.
+  for (const width of [1, 2, 3, 4, 5, 6, 7, 1199, 1200]) {
+    const height = 5;
+    const rgba = new Uint8Array(width * height * 4).map((_, i) => ((i & 3) === 3 ? 255 : (i * 29 + (i >> 7)) & 255));
+    const shifted = new Uint8Array(rgba.length + 1).subarray(1);
+    shifted.set(rgba);
+    for (const [how, pixels] of [['word-aligned', rgba], ['unaligned', shifted]] as const) {
+      const back = decodePng(encodePng(pixels, width, height));
+      t.same(Buffer.from(back.data), Buffer.from(rgba), `width ${width}, ${how}`);
+    }
+  }
+});
+
+t.test('Chromium decodes every drawn card to the pixels that were encoded', async (t) => {
+  const browser = await puppeteer.launch({
+    executablePath: '/usr/bin/chromium-headless-shell',
+    headless: 'shell',
+    pipe: true,
+    // The page loads nothing: the image is handed over as bytes.
+    args: ['--no-sandbox', '--disable-gpu', '--host-resolver-rules=MAP * ~NOTFOUND', '--disable-background-networking'],
+  });
+  t.teardown(() => browser.close());
+  const page = await browser.newPage();
+  const cards = [...TEMPLATES.flatMap((template) => THEMES.map((theme) => fullCard(template, theme, SCRIPTS.latin!))),
+    fullCard('title', 'dark', MIXED), fullCard('board', 'light', SCRIPTS.emoji!)];
+  for (const card of cards) {
+    const pixels = paintPixels(card).pixels.slice();
+    const png = encodePng(pixels, 1200, 630);
+    // Decoded in the page (a string: these tests have no DOM types), read back as RGBA bytes.
+    const decoded = (await page.evaluate(`(async (base64) => {
+      const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+      const image = await createImageBitmap(new Blob([bytes], { type: 'image/png' }), { colorSpaceConversion: 'none', premultiplyAlpha: 'none' });
+      const canvas = new OffscreenCanvas(image.width, image.height);
+      const context = canvas.getContext('2d');
+      context.drawImage(image, 0, 0);
+      const data = context.getImageData(0, 0, image.width, image.height).data;
+      let out = '';
+      for (let i = 0; i < data.length; i += 0x8000) out += String.fromCharCode(...data.subarray(i, i + 0x8000));
+      return { width: image.width, height: image.height, rgba: btoa(out) };
+    })(${JSON.stringify(png.toString('base64'))})`)) as { width: number; height: number; rgba: string };
+    const name = `${card.template} ${card.theme} "${card.title.slice(0, 24)}"`;
+    t.same([decoded.width, decoded.height], [1200, 630], `${name}: size`);
+    const rgba = Buffer.from(decoded.rgba, 'base64');
+    for (let i = 3; i < pixels.length; i += 4) pixels[i] = 255; // opaque: the file has no alpha
+    t.ok(rgba.equals(Buffer.from(pixels)), `${name}: Chromium's pixels are the card's`);
+  }
 });
 
 t.test('a corrupt file is refused', async (t) => {
