@@ -26,7 +26,8 @@ export interface DocumentHops {
   lastUrl(): string | undefined;
   /** What Chromium met for a navigation that failed without an answer (see failedDocument). */
   failed(url: string, err: unknown): DocumentOutcome;
-  dispose(): Promise<void>;
+  /** Stops following; Network is turned off on the session without waiting for it. */
+  dispose(): void;
 }
 
 /** Follows the main frame's document hops on `session` until disposed. */
@@ -43,10 +44,10 @@ export async function documentHops(session: CDPSession, mainFrameId: string): Pr
   return {
     lastUrl: () => last?.url,
     failed: (url, err) => failedDocument(last === undefined ? undefined : { url: last.url, errorText: errors.get(last.requestId) }, url, err),
-    async dispose() {
+    dispose() {
       session.off('Network.requestWillBeSent', sent);
       session.off('Network.loadingFailed', failed);
-      await session.send('Network.disable').catch(() => {});
+      void session.send('Network.disable').catch(() => {});
     },
   };
 }

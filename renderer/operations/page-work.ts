@@ -71,7 +71,7 @@ export async function navigate(ctx: RenderContext, url: string, waitUntil: WaitU
       const reason = documentRefusal(documents.failed(url, err), await ctx.tally().catch(() => undefined));
       throw reason === undefined ? new ServiceError('render_failed') : new ServiceError('url_rejected', { reason });
     } finally {
-      await documents.dispose();
+      documents.dispose();
     }
     if (response === null) return;
     if (guardFailed(response)) throw new ServiceError('render_failed');
