@@ -22,8 +22,6 @@ interface LoadingFailed {
 }
 
 export interface DocumentHops {
-  /** The URL of the document's last hop so far, if any was seen. */
-  lastUrl(): string | undefined;
   /** What Chromium met for a navigation that failed without an answer (see failedDocument). */
   failed(url: string, err: unknown): DocumentOutcome;
   /** Stops following; Network is turned off on the session without waiting for it. */
@@ -42,7 +40,6 @@ export async function documentHops(session: CDPSession, mainFrameId: string): Pr
   session.on('Network.loadingFailed', failed);
   await session.send('Network.enable');
   return {
-    lastUrl: () => last?.url,
     failed: (url, err) => failedDocument(last === undefined ? undefined : { url: last.url, errorText: errors.get(last.requestId) }, url, err),
     dispose() {
       session.off('Network.requestWillBeSent', sent);
