@@ -9,7 +9,8 @@ import { TimeoutError, type Frame, type HTTPRequest, type HTTPResponse, type Pag
 import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
 import { GUARD_FAILURE_HEADER } from '../../lib/guard-contract.ts';
 import type { WaitUntil } from '../schemas/fields.ts';
-import { documentRefusal, type DocumentOutcome } from './document-refusal.ts';
+import { documentHops } from './document-hops.ts';
+import { documentRefusal } from './document-refusal.ts';
 import { inSpan } from './telemetry.ts';
 import type { RenderContext } from './types.ts';
 
@@ -52,27 +53,6 @@ function guardFailed(response: HTTPResponse): boolean {
   return response.url().startsWith('http:') && response.headers()[GUARD_FAILURE_HEADER] !== undefined;
 }
 
-/** The main frame's last navigation request: the document, after any redirect hops. */
-function documentRequests(page: Page): { last(): HTTPRequest | undefined; dispose(): void } {
-  let last: HTTPRequest | undefined;
-  const seen = (r: HTTPRequest): void => {
-    if (r.isNavigationRequest() && r.frame() === page.mainFrame()) last = r;
-  };
-  page.on('request', seen);
-  return { last: () => last, dispose: () => page.off('request', seen) };
-}
-
-/** What Chromium met for a document whose navigation failed without an answer. */
-function failedDocument(last: HTTPRequest | undefined, url: string, err: unknown): DocumentOutcome {
-  // puppeteer words a failed navigation as `<net::ERR_…> at <url>`; the request's own failure is
-  // preferred when its event came in first.
-  const fromMessage = err instanceof Error ? /^net::ERR_[A-Z0-9_]+/.exec(err.message)?.[0] : undefined;
-  if (last !== undefined && last.response() === null) {
-    return { url: last.url(), answered: false, errorText: last.failure()?.errorText ?? fromMessage ?? '' };
-  }
-  return { url, answered: false, errorText: fromMessage ?? '' };
-}
-
 /**
  * Loads `url` in the render's page. A document the guard refused (its own record says so, see
  * document-refusal.ts) is 422 with the guard's reason; one that could not be loaded is 502.
@@ -80,7 +60,7 @@ function failedDocument(last: HTTPRequest | undefined, url: string, err: unknown
 export async function navigate(ctx: RenderContext, url: string, waitUntil: WaitUntil, deadline: number): Promise<void> {
   const page = await ctx.page();
   await inSpan('navigate', { 'tintype.wait_until': waitUntil }, async () => {
-    const documents = documentRequests(page);
+    const documents = await documentHops(ctx.cdp.session, ctx.cdp.frameId);
     let response: HTTPResponse | null;
     try {
       response = await page.goto(url, { waitUntil: LIFECYCLE[waitUntil], timeout: remaining(deadline) });
@@ -88,7 +68,7 @@ export async function navigate(ctx: RenderContext, url: string, waitUntil: WaitU
       const mapped = asServiceError(err);
       if (mapped instanceof ServiceError) throw mapped;
       // A tunnel the guard refused fails the navigation itself (net::ERR_TUNNEL_CONNECTION_FAILED).
-      const reason = documentRefusal(failedDocument(documents.last(), url, err), await ctx.tally().catch(() => undefined));
+      const reason = documentRefusal(documents.failed(url, err), await ctx.tally().catch(() => undefined));
       throw reason === undefined ? new ServiceError('render_failed') : new ServiceError('url_rejected', { reason });
     } finally {
       documents.dispose();

@@ -5,7 +5,9 @@
  * `private_address` (free), and count every one of a page's refused requests in
  * `x-render-blocked`. Four pages of 500 requests each open more connections to the guard at once
  * than a unix socket's default accept queue holds: every one must still reach the guard and be
- * judged, none given up by the relay as if the target had failed.
+ * judged, none given up by the relay as if the target had failed; and the redirected document is
+ * known by its last hop as DevTools reports it, however late puppeteer's own events come
+ * (document-hops.test.ts makes that lag certain).
  */
 import t from 'tap';
 import { post, startHarness, startSite } from '../server/harness.ts';
