@@ -103,9 +103,15 @@ export function resolvedHosts(options: ResolvedHostsOptions): ResolvedHosts {
     const now = new Map(answer.map((a) => [a.url, a]));
     // ignore_health_on_host_removal: gone from the answer is gone, healthy or not.
     for (const key of hosts.keys()) if (!now.has(key)) hosts.delete(key);
+    const added: Tracked[] = [];
     for (const [key, address] of now) {
-      if (!hosts.has(key)) hosts.set(key, { key, url: new URL(key), address, active: 0, healthy: true, fails: 0, passes: 0, checked: false });
+      if (hosts.has(key)) continue;
+      const h: Tracked = { key, url: new URL(key), address, active: 0, healthy: true, fails: 0, passes: 0, checked: false };
+      hosts.set(key, h);
+      added.push(h);
     }
+    // Envoy's health checker opens a session for a host as it is added, its first check at once.
+    await Promise.all(added.map(checkOne));
   }
 
   function checkOne(h: Tracked): Promise<void> {
