@@ -36,6 +36,7 @@ import { Registry } from '../../lib/metrics.ts';
 import { createLogger } from '../../lib/log.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
+type Tap = typeof t;
 t.setTimeout(600_000);
 
 const PG_ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -166,14 +167,11 @@ async function rollout(preStop: boolean): Promise<Run> {
   return { checks, settles, deletedAt, oldServedAfterDeletion, exitedWithinGrace };
 }
 
-async function meteredSince(operation?: string): Promise<number> {
+async function meteredSince(id = keyId): Promise<number> {
   const db = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:5432/${DB}` });
   await db.connect();
   try {
-    const q = operation === undefined
-      ? await db.query('SELECT count(*) AS n FROM usage WHERE key_id = $1 AND metered', [keyId])
-      : await db.query('SELECT count(*) AS n FROM usage WHERE key_id = $1 AND metered AND operation = $2', [keyId, operation]);
-    return Number(q.rows[0].n);
+    return Number((await db.query('SELECT count(*) AS n FROM usage WHERE key_id = $1 AND metered', [id])).rows[0].n);
   } finally {
     await db.end();
   }
@@ -297,6 +295,9 @@ interface RendererRun {
   retries: Record<string, number>;
   old: RendererPod;
   deletedAt: number;
+  sigtermAt: number;
+  /** The run's own key (its plan's per-minute limit is the run's alone). */
+  keyId: string;
   exitedWithinGrace: boolean;
 }
 
@@ -305,7 +306,7 @@ interface RendererRun {
  * The pods run without the chart's browser container (Chromium in the renderer's own process) and
  * with their own guard: what the rollout exercises is the renderer's listener, readiness and stop.
  */
-async function rendererRollout(preStop: boolean): Promise<RendererRun> {
+async function rendererRollout(t: Pick<Tap, 'equal' | 'notOk'>, preStop: boolean): Promise<RendererRun> {
   const rendered = await render('default-values.yaml', ['--set', [
     `secrets.databaseUrl=postgres://postgres@127.0.0.1:5432/${DB}`, 'secrets.redisUrl=redis://127.0.0.1:6379/9',
     `drainWaitSeconds=${DRAIN_WAIT_S}`,
@@ -317,6 +318,10 @@ async function rendererRollout(preStop: boolean): Promise<RendererRun> {
   t.equal(hook.port, 'admin', 'the renderer preStop is on its admin port');
   const graceS: number = plan.pod.terminationGracePeriodSeconds;
   const envoy = parse((named(rendered, 'ConfigMap', 'tt-envoy') as any).data['envoy.yaml']);
+  const made = await runTintype(['keys', 'create', '--plan', 'scale', '--name', `renderer-rollout-${preStop}`], policyEnv);
+  const runKey = /^secret: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
+  const runKeyId = /^id: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
+  if (runKey === '') throw new Error(`keys create: ${made.stderr}`);
   const policy = await startPolicyProcess({ ...policyEnv, TINTYPE_POLICY_SETTLE_PORT: '0', TINTYPE_DATA_DIR: path.join(dir, `rpolicy-${preStop}`) });
   const rendererEnv: Record<string, string> = {
     ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', HOME: process.env.HOME ?? '/root',
@@ -371,7 +376,7 @@ async function rendererRollout(preStop: boolean): Promise<RendererRun> {
     const body = JSON.stringify({ html: `<p>rollout ${process.pid} ${preStop} ${n++} ${randomBytes(4).toString('hex')}</p>`, width: 64, height: 64 });
     const req = http.request({
       host: '127.0.0.1', port: edge.port(), method: 'POST', path: '/v1/html-to-image', agent: client,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+      headers: { authorization: `Bearer ${runKey}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
     }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
@@ -381,9 +386,12 @@ async function rendererRollout(preStop: boolean): Promise<RendererRun> {
     req.once('error', (err) => resolve({ status: 0, headers: {}, body: err.message, at: Date.now() }));
     req.end(body);
   });
-  // Two callers rendering without pause: each slot of a renderer is in use most of the time.
+  // Two callers (the plan's concurrency) rendering one after another, paced under its per-minute limit.
   const traffic = Promise.all([0, 1].map(async () => {
-    while (running) renders.push(await render1());
+    while (running) {
+      renders.push(await render1());
+      await new Promise((r) => setTimeout(r, 300));
+    }
   }));
   while (renders.length < 4) await new Promise((r) => setTimeout(r, 100));
 
@@ -399,6 +407,7 @@ async function rendererRollout(preStop: boolean): Promise<RendererRun> {
   endpoints.delete(old.url);
   const graceOver = (): Promise<boolean> => Promise.race([old.proc.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceS * 1000))]);
   let exitedWithinGrace: boolean;
+  let sigtermAt: number;
   if (preStop) {
     let preStopAnswered = false;
     const answered = get(old.adminPort, String(hook.path)).then((s) => { preStopAnswered = true; return s; });
@@ -406,9 +415,11 @@ async function rendererRollout(preStop: boolean): Promise<RendererRun> {
     t.notOk(preStopAnswered, `the preStop still holds the pod serving when Envoy re-resolves (${cluster.timing.refreshMs} ms)`);
     await cluster.hosts.refresh();
     t.equal(await answered, 200, `the preStop (GET ${hook.path} on the admin port) answered`);
+    sigtermAt = Date.now();
     old.proc.child.kill('SIGTERM');
     exitedWithinGrace = await graceOver();
   } else {
+    sigtermAt = Date.now();
     old.proc.child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, cluster.timing.refreshMs));
     await cluster.hosts.refresh();
@@ -426,29 +437,28 @@ async function rendererRollout(preStop: boolean): Promise<RendererRun> {
   await policy.kill('SIGTERM');
   const retries: Record<string, number> = {};
   for (const m of metrics.render().matchAll(/^tintype_edge_upstream_retries_total\{reason="([^"]+)"\} (\d+)$/gm)) retries[m[1]!] = Number(m[2]);
-  return { renders, picks, retries, old, deletedAt, exitedWithinGrace };
+  return { renders, picks, retries, old, deletedAt, sigtermAt, exitedWithinGrace, keyId: runKeyId };
 }
 
-t.test('the renderer restarts under steady renders through the edge: every render 200, none sent to a stopped pod, metered what was delivered', async (t) => {
-  const before = await meteredSince('html-to-image');
-  const run = await rendererRollout(true);
+t.test('the renderer restarts under steady renders through the edge: every render 200, none sent to a stopping pod, metered what was delivered', async (t) => {
+  const run = await rendererRollout(t, true);
   t.ok(run.renders.length > 10, `${run.renders.length} renders`);
   t.same(run.renders.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.body}`), [], 'no answer but 200: not even a 503 busy');
   t.same(run.retries, {}, 'no render was sent again: none met a renderer that had stopped, none met a busy one');
   const servedAfter = run.picks.filter((p) => p.host === run.old.url && p.at > run.deletedAt).length;
   t.ok(servedAfter > 0, `the old pod kept rendering after its deletion, through its preStop wait (${servedAfter} renders)`);
-  t.ok(run.exitedWithinGrace, 'and was gone within its grace period');
-  t.equal(await meteredSince('html-to-image') - before, run.renders.filter((r) => r.status === 200).length, 'metered exactly what was delivered');
+  t.equal(run.picks.filter((p) => p.host === run.old.url && p.at >= run.sigtermAt).length, 0, 'no render was sent to the old pod once it had SIGTERM');
+  t.ok(run.exitedWithinGrace, 'and it was gone within its grace period');
+  t.equal(await meteredSince(run.keyId), run.renders.filter((r) => r.status === 200).length, 'metered exactly what was delivered');
 });
 
-t.test('the renderer control: without the preStop, the edge still sends renders to the stopped pod until it re-resolves', async (t) => {
-  const before = await meteredSince('html-to-image');
-  const run = await rendererRollout(false);
-  const stopped = (run.retries['connect-failure'] ?? 0) + (run.retries['reset-before-request'] ?? 0);
-  t.ok(stopped > 0, `${stopped} renders met the stopped renderer and were sent again (${JSON.stringify(run.retries)})`);
+t.test('the renderer control: without the preStop, the edge still sends renders to the pod after its SIGTERM, until it re-resolves', async (t) => {
+  const run = await rendererRollout(t, false);
+  const late = run.picks.filter((p) => p.host === run.old.url && p.at >= run.sigtermAt).length;
+  t.ok(late > 0, `${late} renders were sent to the old pod after its SIGTERM (retries: ${JSON.stringify(run.retries)})`);
   for (const r of run.renders.filter((x) => x.status !== 200)) {
     t.equal(r.status, 503, `a render not answered 200 is 503 busy: ${r.body}`);
     t.equal(r.headers['retry-after'], '1', 'with retry-after: 1');
   }
-  t.equal(await meteredSince('html-to-image') - before, run.renders.filter((r) => r.status === 200).length, 'metered exactly what was delivered');
+  t.equal(await meteredSince(run.keyId), run.renders.filter((r) => r.status === 200).length, 'metered exactly what was delivered');
 });
