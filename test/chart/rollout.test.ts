@@ -63,7 +63,7 @@ t.before(async () => {
   const image = { name: tintypeImage('default-values.yaml'), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
   const plan = podPlans(objects, image, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' })).find((p) => p.component === 'policy')!;
   // Two pods on one machine: the ports are the OS's choice; the rest as rendered.
-  policyEnv = { ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LOG_LEVEL: 'info' };
+  policyEnv = { ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_POLICY_SETTLE_PORT: '0', TINTYPE_LOG_LEVEL: 'info' };
   t.equal(policyEnv['TINTYPE_MIGRATE'], 'wait', 'policy waits for the schema');
   // The hook Job, as rendered: `tintype migrate` with its own Secret's DATABASE_URL.
   await runMigrationJob(objects, (env, argv) => {
@@ -322,10 +322,10 @@ async function rendererRollout(t: Pick<Tap, 'equal' | 'notOk'>, preStop: boolean
   const runKey = /^secret: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
   const runKeyId = /^id: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
   if (runKey === '') throw new Error(`keys create: ${made.stderr}`);
-  const policy = await startPolicyProcess({ ...policyEnv, TINTYPE_POLICY_SETTLE_PORT: '0', TINTYPE_DATA_DIR: path.join(dir, `rpolicy-${preStop}`) });
+  const policy = await startPolicyProcess({ ...policyEnv, TINTYPE_DATA_DIR: path.join(dir, `rpolicy-${preStop}`) });
   const rendererEnv: Record<string, string> = {
     ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', HOME: process.env.HOME ?? '/root',
-    TINTYPE_POLICY_URL: `http://127.0.0.1:${policy.settlePort || policy.port}`,
+    TINTYPE_POLICY_URL: `http://127.0.0.1:${policy.settlePort}`,
   };
   // The pod's browser container and the guard's Service are not here: Chromium and the guard run in the renderer.
   for (const k of ['TINTYPE_ISOLATION', 'TINTYPE_BROWSER_SOCKET', 'GUARD_URL']) delete rendererEnv[k];

@@ -17,6 +17,8 @@ import http from 'node:http';
 export interface PolicyPod {
   name: string;
   port: number;
+  /** The renderers' listener (claim, release, settle). */
+  settlePort: number;
   adminPort: number;
 }
 
@@ -111,7 +113,7 @@ export function policyCluster(bootstrap: any) {
     async settle(body: string): Promise<Answer> {
       const pods = [...endpoints.values()];
       const pod = pods[Math.floor(Math.random() * pods.length)]!;
-      return { ...(await send(pod.port, { method: 'POST', path: '/settle', headers: { 'content-type': 'application/json' }, body }, settleAgent, 10_000)), host: pod.name };
+      return { ...(await send(pod.settlePort, { method: 'POST', path: '/settle', headers: { 'content-type': 'application/json' }, body }, settleAgent, 10_000)), host: pod.name };
     },
     close(): void {
       for (const t of timers) clearInterval(t);
