@@ -258,7 +258,7 @@ export function defaultsJson(r: DefaultsResult): Record<string, unknown> {
   out.floor_pdf_c1_per_s = fl.pdf_c1!.per_s;
   out.floor_pdf_c2_per_s = fl.pdf_c2!.per_s;
   out.prepared_hit_ratio = r.preparedHitRatio;
-  // The targets, as ratios to the floor in this same run (README "Performance and sizing").
+  // The targets, as ratios to the floor in this same run (docs/performance.md "Latest figures").
   for (const kind of ['png', 'pdf'] as const) {
     const c1 = d[`${kind}_c1`]!;
     const f1 = fl[`${kind}_c1`]!;

@@ -169,7 +169,7 @@ t.test('renderer: Chromium in a container of its own, with no secret, no shared 
     t.notOk(b.envFrom, 'no envFrom');
     t.same((b.env ?? []).filter((e: any) => e.valueFrom !== undefined), [], 'no value from a Secret (or anywhere else)');
     t.same((b.env ?? []).map((e: any) => e.name).sort(), ['HOME', 'TINTYPE_BROWSER_CONNECTIONS', 'TINTYPE_BROWSER_SOCKET']);
-    t.match(b.image, /^tintype\/tintype-browser:/, "the browser image (image.repository with -browser)");
+    t.equal(b.image.split(':')[0], `${c.image.split(':')[0]}-browser`, "the browser image (image.repository with -browser)");
     const mounted = (x: any) => new Set((x.volumeMounts ?? []).map((m: any) => m.name));
     const shared = [...mounted(b)].filter((n) => mounted(c).has(n));
     t.same(shared, ['browser-socket'], 'the socket directory is all the two containers share');

@@ -63,7 +63,7 @@ t.before(async () => {
   const image = { name: tintypeImage('default-values.yaml'), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
   const plan = podPlans(objects, image, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' })).find((p) => p.component === 'policy')!;
   // Two pods on one machine: the ports are the OS's choice; the rest as rendered.
-  policyEnv = { ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_POLICY_SETTLE_PORT: '0', TINTYPE_LOG_LEVEL: 'info' };
+  policyEnv = { ...plan.env, PORT: '0', TINTYPE_POLICY_SETTLE_PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LOG_LEVEL: 'info' };
   t.equal(policyEnv['TINTYPE_MIGRATE'], 'wait', 'policy waits for the schema');
   // The hook Job, as rendered: `tintype migrate` with its own Secret's DATABASE_URL.
   await runMigrationJob(objects, (env, argv) => {

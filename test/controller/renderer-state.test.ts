@@ -45,11 +45,11 @@ t.test('idle and verified', async (t) => {
   t.equal(res.status, 200);
   t.match(res.headers.get('content-type'), /^application\/json/);
   const body = (await res.json()) as Record<string, any>;
-  t.same(Object.keys(body).sort(), ['busy', 'busyMean', 'draining', 'guard', 'slots']);
+  t.same(Object.keys(body).sort(), ['busy', 'busyMean', 'draining', 'guard', 'sandbox', 'slots']);
   t.match(body, { slots: 2, busy: 0, guard: 'verified', draining: false });
   // The start-up self-test renders on a slot, so the last seconds may hold some of it.
   t.ok(body.busyMean >= 0 && body.busyMean <= 2, 'busyMean is between none and every slot');
-  t.equal((await fetch(`${h.base}/state`)).status, 404, 'not on the public port');
+  t.equal((await fetch(`${h.base}/state`)).status, 401, 'not on the work port, where every path needs a lease');
 });
 
 t.test('a render in flight is a busy slot', async (t) => {
