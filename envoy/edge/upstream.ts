@@ -1,6 +1,7 @@
 /**
  * The route to the renderers (a fixed list, or a host set that follows the endpoints, hosts.ts):
- * the buffered body and the client's headers, minus the key and any lease header a client tried to forge, plus the lease headers policy granted (docs/architecture.md §2).
+ * the buffered body and the client's headers, minus the key and any lease header a client tried
+ * to forge, plus the lease headers policy granted (docs/architecture.md §2).
  * The answer streams back with the rate-limit position added. A client that goes away aborts
  * the upstream request at once, so the renderer frees the slot and settles not metered. With
  * more than one renderer, a 503 or a refused connection is tried once more on another one with
@@ -88,7 +89,7 @@ export type RetryReason = 'connect-failure' | 'reset-before-request' | '503';
 /**
  * A forwarder to `renderers` (a fixed list of URLs, taken in turn, or a host set that follows the
  * cluster's endpoints); `timeoutMs` bounds the whole exchange, from sending the request to the
- * answer's last byte. `onRetry` hears of each request sent again, and to which renderer it first went.
+ * answer's last byte. `onRetry` hears of each request sent again, and which renderer it leaves.
  */
 export function createUpstream(
   renderers: readonly string[] | RendererHosts, timeoutMs: number, onRetry: (reason: RetryReason, host: string) => void = () => {},
