@@ -25,14 +25,19 @@ import {
   LOCAL_REPLIES, MAX_CONNECTIONS, OPENAPI_PATH, REQUEST_TIMEOUT_MS, REQUEST_HEADERS_TIMEOUT_MS, ROUTED_PREFIX, UPSTREAM_MARGIN_MS,
 } from './contract.ts';
 import { heldBodies, perClientShare } from './held.ts';
+import type { RendererHosts } from './hosts.ts';
 import { createUpstream } from './upstream.ts';
 import { ANY_ADDRESS, listen } from '../../lib/listen.ts';
 
 export interface EdgeOptions {
   /** Policy's HTTP server, e.g. `http://127.0.0.1:8081`. */
   policyUrl: string;
-  /** The renderers' HTTP servers, e.g. `http://127.0.0.1:8082`, taken in turn. */
-  rendererUrls: readonly string[];
+  /**
+   * The renderers: their HTTP servers, e.g. `http://127.0.0.1:8082`, taken in turn; or a host
+   * set that follows the cluster's endpoints and health checks as Envoy's does (hosts.ts),
+   * started and closed with the edge.
+   */
+  rendererUrls: readonly string[] | RendererHosts;
   host?: string;
   /** Public port; 0 picks a free one. */
   port?: number;
@@ -113,7 +118,9 @@ export function createEdge(options: EdgeOptions): Edge {
   authzErrors.inc({}, 0);
   const authz = createAuthzClient(options.policyUrl, options.authzTimeoutMs ?? 2_000);
   const margin = options.upstreamMarginMs ?? UPSTREAM_MARGIN_MS;
-  const upstream = createUpstream(options.rendererUrls, (options.renderTimeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS) + margin);
+  const retries = registry.counter('tintype_edge_upstream_retries_total', 'Requests sent again to a renderer, by reason (connect-failure, reset-before-request, 503), as Envoy\'s upstream_rq_retry.');
+  const hostSet = Array.isArray(options.rendererUrls) ? undefined : options.rendererUrls as RendererHosts;
+  const upstream = createUpstream(options.rendererUrls, (options.renderTimeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS) + margin, (reason) => retries.inc({ reason }));
   const maxBuffered = options.maxBufferedBytes ?? DEFAULT_EDGE_MAX_BUFFERED_BYTES;
   const held = heldBodies(maxBuffered, options.maxBufferedBytesPerClient ?? perClientShare(maxBuffered, limit));
   const headersTimeoutMs = options.headersTimeoutMs ?? REQUEST_HEADERS_TIMEOUT_MS;
@@ -284,6 +291,7 @@ export function createEdge(options: EdgeOptions): Edge {
 
   return {
     async start() {
+      await hostSet?.start();
       await listen(server, { port: options.port ?? 8080, host: options.host ?? ANY_ADDRESS });
       accepting = true;
       log.info('listening', { port: (server.address() as AddressInfo).port });
@@ -300,6 +308,7 @@ export function createEdge(options: EdgeOptions): Edge {
       await closed;
       authz.close();
       upstream.close();
+      hostSet?.close();
     },
     healthy: () => accepting,
     port: () => (server.address() as AddressInfo).port,

@@ -1,6 +1,7 @@
 /**
- * The route to the renderers: the buffered body and the client's headers, minus the key and any
- * lease header a client tried to forge, plus the lease headers policy granted (docs/architecture.md §2).
+ * The route to the renderers (a fixed list, or a host set that follows the endpoints, hosts.ts):
+ * the buffered body and the client's headers, minus the key and any lease header a client tried
+ * to forge, plus the lease headers policy granted (docs/architecture.md §2).
  * The answer streams back with the rate-limit position added. A client that goes away aborts
  * the upstream request at once, so the renderer frees the slot and settles not metered. With
  * more than one renderer, a 503 or a refused connection is tried once more on another one with
@@ -15,6 +16,7 @@ import { STRIPPED_UPSTREAM_HEADERS } from './contract.ts';
 import type { Headers } from '../../lib/answers.ts';
 import { drain } from '../../lib/body.ts';
 import { HOP_BY_HOP } from '../../lib/hop-by-hop.ts';
+import { fixedHosts, type RendererHost, type RendererHosts } from './hosts.ts';
 
 /** Hop-by-hop headers plus `expect` and `content-length`: the edge already holds the body. */
 const NOT_PASSED_ON = new Set([...HOP_BY_HOP, 'expect', 'content-length']);
@@ -81,23 +83,25 @@ function refusedConnect(err: unknown): boolean {
   return (err as { code?: unknown }).code === 'ECONNREFUSED';
 }
 
+/** Why a request went to another renderer (Envoy's `retry_on` reasons that apply). */
+export type RetryReason = 'connect-failure' | 'reset-before-request' | '503';
+
 /**
- * A forwarder to the renderers at `rendererUrls`, taken in turn; `timeoutMs` bounds the whole
- * exchange, from sending the request to the answer's last byte.
+ * A forwarder to `renderers` (a fixed list of URLs, taken in turn, or a host set that follows the
+ * cluster's endpoints); `timeoutMs` bounds the whole exchange, from sending the request to the
+ * answer's last byte. `onRetry` hears of each request sent again, and which renderer it leaves.
  */
-export function createUpstream(rendererUrls: readonly string[], timeoutMs: number): Upstream {
-  if (rendererUrls.length === 0) throw new Error('no renderer to route to');
-  const bases = rendererUrls.map((u) => new URL(u));
+export function createUpstream(
+  renderers: readonly string[] | RendererHosts, timeoutMs: number, onRetry: (reason: RetryReason, host: string) => void = () => {},
+): Upstream {
+  const hosts = Array.isArray(renderers) ? fixedHosts(renderers) : renderers as RendererHosts;
   // `timeout` on the agent drops free sockets idle that long (a socket in use only gets an event nobody acts on).
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1024, timeout: UPSTREAM_IDLE_MS });
-  const retries = bases.length > 1;
-  let next = 0;
   return {
     forward(req, res, body, granted, client, trace, clientGone) {
       // Gone while the check was made: nothing is sent, so nothing is rendered or metered.
       if (clientGone.aborted) return Promise.resolve({ kind: 'client_gone' });
-      const first = next;
-      next = (next + 1) % bases.length;
+      const tried = new Set<string>();
       return new Promise((resolve) => {
         let settled = false;
         let ureq: http.ClientRequest | undefined;
@@ -123,13 +127,22 @@ export function createUpstream(rendererUrls: readonly string[], timeoutMs: numbe
           done({ kind: 'client_gone' });
         };
         clientGone.addEventListener('abort', onClientGone, { once: true });
-        const attempt = (number: number, mayResend: boolean): void => {
-          const base = bases[(first + number - 1) % bases.length]!;
+        const attempt = (number: number, mayResend: boolean, again?: RendererHost): void => {
+          // No renderer may take it (none ready, as Envoy's panic threshold 0 leaves it): 503 busy.
+          const host = again ?? hosts.pick(tried);
+          if (host === undefined) return done({ kind: 'unavailable' });
+          tried.add(host.key);
           const headers = upstreamRequestHeaders(req.headers, granted, trace, body.length);
+          const mayRetry = number < LEASE_ATTEMPTS && hosts.another(tried);
           // Said only when a retry may follow, so a renderer alone closes its lease on a 503 as before.
-          if (retries) headers[ATTEMPT_HEADER] = String(number);
-          const mayRetry = retries && number < LEASE_ATTEMPTS;
-          const sent = http.request({ host: base.hostname, port: base.port, method: req.method, path: req.url, headers, agent });
+          if (mayRetry || number > 1) headers[ATTEMPT_HEADER] = String(number);
+          const retry = (reason: RetryReason): void => {
+            onRetry(reason, host.key);
+            attempt(number + 1, true);
+          };
+          host.active += 1;
+          const sent = http.request({ host: host.url.hostname, port: host.url.port, method: req.method, path: req.url, headers, agent });
+          sent.once('close', () => (host.active -= 1));
           ureq = sent;
           let written = false;
           sent.once('finish', () => (written = true));
@@ -140,10 +153,10 @@ export function createUpstream(rendererUrls: readonly string[], timeoutMs: numbe
               // Nothing was rendered and the lease is still open: the next renderer gets it.
               drain(ures);
               ures.once('end', () => {
-                if (!settled) attempt(number + 1, true);
+                if (!settled) retry('503');
               });
               ures.once('error', () => {
-                if (!settled) attempt(number + 1, true);
+                if (!settled) retry('503');
               });
               return;
             }
@@ -166,11 +179,12 @@ export function createUpstream(rendererUrls: readonly string[], timeoutMs: numbe
             // The body is held, so the request goes again, once, on a new connection; otherwise
             // its lease would wait for expiry.
             if (mayResend && !res.headersSent && resetBeforeRequest(written, err)) {
-              attempt(number, false);
+              onRetry('reset-before-request', host.key);
+              attempt(number, false, host);
               return;
             }
             if (mayRetry && !res.headersSent && refusedConnect(err)) {
-              attempt(number + 1, true);
+              retry('connect-failure');
               return;
             }
             if (res.headersSent) {

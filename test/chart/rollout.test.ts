@@ -9,7 +9,9 @@
  * Meanwhile a client checks and settles without pause: every check is answered 200 (never even a
  * 503 busy), every settle lands, and the ledger meters exactly what was delivered. Without the
  * preStop (SIGTERM at deletion) the same run answers 503 busy: the control. Then the guard, under
- * steady tunnels, as the renderers reach it through its Service.
+ * steady tunnels, as the renderers reach it through its Service. Then the renderer, under steady
+ * real renders through the embedded edge, its renderer cluster following the endpoints as Envoy's
+ * does (rollout/renderer-cluster.ts), with its own control.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -27,9 +29,15 @@ import { imageConfig, tintypeImage } from './tintype-image.ts';
 import { podPlans } from './wiring/pods.ts';
 import { runMigrationJob } from './wiring/migrate.ts';
 import { policyCluster, type Answer } from './rollout/policy-cluster.ts';
+import { rendererCluster } from './rollout/renderer-cluster.ts';
+import { createEdge } from '../../envoy/edge/edge.ts';
+import type { HostAddress } from '../../envoy/edge/hosts.ts';
+import { Registry } from '../../lib/metrics.ts';
+import { createLogger } from '../../lib/log.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
-t.setTimeout(240_000);
+type Tap = typeof t;
+t.setTimeout(600_000);
 
 const PG_ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = `tintype_rollout_${process.pid}_${randomBytes(3).toString('hex')}`;
@@ -159,11 +167,11 @@ async function rollout(preStop: boolean): Promise<Run> {
   return { checks, settles, deletedAt, oldServedAfterDeletion, exitedWithinGrace };
 }
 
-async function meteredSince(): Promise<number> {
+async function meteredSince(id = keyId): Promise<number> {
   const db = new pg.Client({ connectionString: `postgres://postgres@127.0.0.1:5432/${DB}` });
   await db.connect();
   try {
-    return Number((await db.query('SELECT count(*) AS n FROM usage WHERE key_id = $1 AND metered', [keyId])).rows[0].n);
+    return Number((await db.query('SELECT count(*) AS n FROM usage WHERE key_id = $1 AND metered', [id])).rows[0].n);
   } finally {
     await db.end();
   }
@@ -274,4 +282,183 @@ t.test('the guard restarts under steady tunnel traffic: every tunnel carries its
   t.ok(outcomes.length > 10, `${outcomes.length} tunnels`);
   t.same(outcomes.filter((o) => o !== 'ok'), [], 'every tunnel carried its bytes to its end');
   t.ok(exitedWithinGrace, 'the old guard was gone within its grace period');
+});
+
+/** A renderer pod: `tintype renderer` with the rendered container's environment. */
+interface RendererPod { name: string; url: string; adminPort: number; proc: ReturnType<typeof spawnTintype> }
+
+interface RendererRun {
+  renders: Answer[];
+  /** Renders the edge sent to each renderer, and when. */
+  picks: Array<{ host: string; at: number }>;
+  /** The edge's `tintype_edge_upstream_retries_total` by reason. */
+  retries: Record<string, number>;
+  old: RendererPod;
+  deletedAt: number;
+  sigtermAt: number;
+  /** The run's own key (its plan's per-minute limit is the run's alone). */
+  keyId: string;
+  exitedWithinGrace: boolean;
+}
+
+/**
+ * One rollout of the renderer under steady renders through the edge; `preStop` false skips the hook.
+ * The pods run without the chart's browser container (Chromium in the renderer's own process) and
+ * with their own guard: what the rollout exercises is the renderer's listener, readiness and stop.
+ */
+async function rendererRollout(t: Pick<Tap, 'equal' | 'notOk'>, preStop: boolean): Promise<RendererRun> {
+  const rendered = await render('default-values.yaml', ['--set', [
+    `secrets.databaseUrl=postgres://postgres@127.0.0.1:5432/${DB}`, 'secrets.redisUrl=redis://127.0.0.1:6379/9',
+    `drainWaitSeconds=${DRAIN_WAIT_S}`,
+  ].join(',')]);
+  const image = { name: tintypeImage('default-values.yaml'), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
+  const plans = podPlans(rendered, image, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' }));
+  const plan = plans.find((p) => p.component === 'renderer')!;
+  const hook = plan.container.lifecycle.preStop.httpGet;
+  t.equal(hook.port, 'admin', 'the renderer preStop is on its admin port');
+  const graceS: number = plan.pod.terminationGracePeriodSeconds;
+  const envoy = parse((named(rendered, 'ConfigMap', 'tt-envoy') as any).data['envoy.yaml']);
+  const made = await runTintype(['keys', 'create', '--plan', 'scale', '--name', `renderer-rollout-${preStop}`], policyEnv);
+  const runKey = /^secret: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
+  const runKeyId = /^id: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
+  if (runKey === '') throw new Error(`keys create: ${made.stderr}`);
+  const policy = await startPolicyProcess({ ...policyEnv, TINTYPE_DATA_DIR: path.join(dir, `rpolicy-${preStop}`) });
+  const rendererEnv: Record<string, string> = {
+    ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', HOME: process.env.HOME ?? '/root',
+    TINTYPE_POLICY_URL: `http://127.0.0.1:${policy.settlePort}`,
+  };
+  // The pod's browser container and the guard's Service are not here: Chromium and the guard run in the renderer.
+  for (const k of ['TINTYPE_ISOLATION', 'TINTYPE_BROWSER_SOCKET', 'GUARD_URL']) delete rendererEnv[k];
+
+  const startRenderer = async (name: string): Promise<RendererPod> => {
+    const pod = await new Promise<RendererPod>((resolve, reject) => {
+      const proc = spawnTintype('renderer', { ...rendererEnv, TINTYPE_DATA_DIR: path.join(dir, name) }, (line) => {
+        if (line.event === 'renderer.listening') resolve({ name, url: `http://127.0.0.1:${line.port}`, adminPort: Number(line.admin_port), proc });
+      });
+      void proc.exited.then((code) => reject(new Error(`${name} exited ${code}: ${JSON.stringify(proc.lines.slice(-5))}`)));
+    });
+    // The readiness probe, as rendered (the self-test passed), before the pod joins the endpoints.
+    for (let i = 0; (await get(pod.adminPort, String(plan.probe('readinessProbe').path))) !== 200; i++) {
+      if (i > 1200) throw new Error(`${name} never ready`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return pod;
+  };
+
+  /** The headless Service's endpoints: a pod joins once ready and leaves when deleted. */
+  const endpoints = new Map<string, HostAddress>();
+  const cluster = rendererCluster(envoy, () => [...endpoints.values()]);
+  const picks: RendererRun['picks'] = [];
+  const pick = cluster.hosts.pick.bind(cluster.hosts);
+  cluster.hosts.pick = (tried) => {
+    const h = pick(tried);
+    if (h !== undefined) picks.push({ host: h.key, at: Date.now() });
+    return h;
+  };
+  const join = (pod: RendererPod): void => {
+    endpoints.set(pod.url, { url: pod.url, healthUrl: `http://127.0.0.1:${pod.adminPort}/healthz/ready` });
+  };
+  const old = await startRenderer(`rold-${preStop}`);
+  join(old);
+  const metrics = new Registry();
+  const edge = createEdge({
+    policyUrl: `http://127.0.0.1:${policy.port}`, rendererUrls: cluster.hosts, host: '127.0.0.1', port: 0,
+    openapi: Buffer.from('{}'), authzTimeoutMs: cluster.authzTimeoutMs, renderTimeoutMs: Number(rendererEnv['TINTYPE_RENDER_TIMEOUT_MS']),
+    metrics, logger: createLogger('edge', { level: 'warn' }),
+  });
+  await edge.start();
+
+  const renders: Answer[] = [];
+  let running = true;
+  let n = 0;
+  const client = new http.Agent({ keepAlive: true });
+  const render1 = (): Promise<Answer> => new Promise((resolve) => {
+    const body = JSON.stringify({ html: `<p>rollout ${process.pid} ${preStop} ${n++} ${randomBytes(4).toString('hex')}</p>`, width: 64, height: 64 });
+    const req = http.request({
+      host: '127.0.0.1', port: edge.port(), method: 'POST', path: '/v1/html-to-image', agent: client,
+      headers: { authorization: `Bearer ${runKey}`, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: res.statusCode === 200 ? '' : Buffer.concat(chunks).toString('utf8'), at: Date.now() }));
+      res.on('error', (err) => resolve({ status: 0, headers: {}, body: err.message, at: Date.now() }));
+    });
+    req.once('error', (err) => resolve({ status: 0, headers: {}, body: err.message, at: Date.now() }));
+    req.end(body);
+  });
+  // Two callers (the plan's concurrency) rendering one after another, paced under its per-minute limit.
+  const traffic = Promise.all([0, 1].map(async () => {
+    while (running) {
+      renders.push(await render1());
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  }));
+  while (renders.length < 4) await new Promise((r) => setTimeout(r, 100));
+
+  // maxSurge: the new pod first, into the endpoints once ready; Envoy's next refresh adds it and
+  // its first health check lets it take renders.
+  const next = await startRenderer(`rnew-${preStop}`);
+  join(next);
+  await cluster.hosts.refresh();
+  while (!picks.some((p) => p.host === next.url)) await new Promise((r) => setTimeout(r, 100));
+  // The old pod is deleted: out of the endpoints; the kubelet runs its preStop, then SIGTERM.
+  // Envoy re-resolves at the latest one refresh interval later: then, the worst case.
+  const deletedAt = Date.now();
+  endpoints.delete(old.url);
+  const graceOver = (): Promise<boolean> => Promise.race([old.proc.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), graceS * 1000))]);
+  let exitedWithinGrace: boolean;
+  let sigtermAt: number;
+  if (preStop) {
+    let preStopAnswered = false;
+    const answered = get(old.adminPort, String(hook.path)).then((s) => { preStopAnswered = true; return s; });
+    await new Promise((r) => setTimeout(r, cluster.timing.refreshMs));
+    t.notOk(preStopAnswered, `the preStop still holds the pod serving when Envoy re-resolves (${cluster.timing.refreshMs} ms)`);
+    await cluster.hosts.refresh();
+    t.equal(await answered, 200, `the preStop (GET ${hook.path} on the admin port) answered`);
+    sigtermAt = Date.now();
+    old.proc.child.kill('SIGTERM');
+    exitedWithinGrace = await graceOver();
+  } else {
+    sigtermAt = Date.now();
+    old.proc.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, cluster.timing.refreshMs));
+    await cluster.hosts.refresh();
+    exitedWithinGrace = await graceOver();
+  }
+  const after = renders.length;
+  while (renders.length < after + 4) await new Promise((r) => setTimeout(r, 100));
+  running = false;
+  await traffic;
+  client.destroy();
+  await edge.stop();
+  next.proc.child.kill('SIGTERM');
+  await next.proc.exited;
+  if (old.proc.child.exitCode === null) old.proc.child.kill('SIGKILL');
+  await policy.kill('SIGTERM');
+  const retries: Record<string, number> = {};
+  for (const m of metrics.render().matchAll(/^tintype_edge_upstream_retries_total\{reason="([^"]+)"\} (\d+)$/gm)) retries[m[1]!] = Number(m[2]);
+  return { renders, picks, retries, old, deletedAt, sigtermAt, exitedWithinGrace, keyId: runKeyId };
+}
+
+t.test('the renderer restarts under steady renders through the edge: every render 200, none sent to a stopping pod, metered what was delivered', async (t) => {
+  const run = await rendererRollout(t, true);
+  t.ok(run.renders.length > 10, `${run.renders.length} renders`);
+  t.same(run.renders.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.body}`), [], 'no answer but 200: not even a 503 busy');
+  t.same(run.retries, {}, 'no render was sent again: none met a renderer that had stopped, none met a busy one');
+  const servedAfter = run.picks.filter((p) => p.host === run.old.url && p.at > run.deletedAt).length;
+  t.ok(servedAfter > 0, `the old pod kept rendering after its deletion, through its preStop wait (${servedAfter} renders)`);
+  t.equal(run.picks.filter((p) => p.host === run.old.url && p.at >= run.sigtermAt).length, 0, 'no render was sent to the old pod once it had SIGTERM');
+  t.ok(run.exitedWithinGrace, 'and it was gone within its grace period');
+  t.equal(await meteredSince(run.keyId), run.renders.filter((r) => r.status === 200).length, 'metered exactly what was delivered');
+});
+
+t.test('the renderer control: without the preStop, the edge still sends renders to the pod after its SIGTERM, until it re-resolves', async (t) => {
+  const run = await rendererRollout(t, false);
+  const late = run.picks.filter((p) => p.host === run.old.url && p.at >= run.sigtermAt).length;
+  t.ok(late > 0, `${late} renders were sent to the old pod after its SIGTERM (retries: ${JSON.stringify(run.retries)})`);
+  for (const r of run.renders.filter((x) => x.status !== 200)) {
+    t.equal(r.status, 503, `a render not answered 200 is 503 busy: ${r.body}`);
+    t.equal(r.headers['retry-after'], '1', 'with retry-after: 1');
+  }
+  t.equal(await meteredSince(run.keyId), run.renders.filter((r) => r.status === 200).length, 'metered exactly what was delivered');
 });
