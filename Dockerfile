@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# The images of tintype, one target each (README "Deploy with Helm"):
+# The images of tintype, one target each (docs/helm.md "The images"):
 #   tintype          every role but the browser: `tintype <role>` (policy, renderer, guard,
 #                    controller, keys, usage). Node 24, the compiled roles, production packages,
 #                    tini; no Chromium, no fonts. User 10001.

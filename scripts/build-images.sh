@@ -2,7 +2,7 @@
 # Builds every target of the Dockerfile (tintype, tintype-browser, tintype-all) with buildah, from
 # the Dockerfile itself, with no container engine and no registry; then unpacks each image to an
 # OCI layout and a root filesystem and runs every role from them as a cluster would
-# (test/chart/image/run-roles.sh). README "Deploy with Helm" says how to build and push them.
+# (test/chart/image/run-roles.sh). docs/helm.md "The images" says how to build and push them.
 #
 #   scripts/build-images.sh [--no-run]       # as root; CI runs it (.ci/run)
 #

@@ -70,7 +70,7 @@ t.test('with the production connect timeout, a check whose connection takes long
   const k = await policyOn(direct, clock).key('scale');
   const store = openPostgresStore({ url: await slowConnects(t, home.env.DATABASE_URL!), poolSize: 10 });
   t.teardown(() => store.close());
-  // policy/server.ts answers a check that throws with 503 busy (README "Stores"; test/policy/unreachable.test.ts).
+  // policy/server.ts answers a check that throws with 503 busy (docs/operations.md "Stores"; test/policy/unreachable.test.ts).
   await t.rejects(policyOn(store, clock).policy.check(`Bearer ${k.secret}`, 'pdf'), /timeout exceeded when trying to connect|Connection terminated due to connection timeout/);
   t.equal(await direct.inFlight(k.id), 0, 'no render place taken');
   t.equal(await direct.monthUsed(k.id, '2026-07'), 0, 'nothing metered');

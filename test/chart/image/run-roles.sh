@@ -12,7 +12,7 @@
 #     render one page of a site on loopback, fetched through the guard, for a lease policy granted;
 #   - `tintype controller --help` answers (tintype image);
 #   - `tintype start` (tintype-all image) renders the same page for a key made with `tintype keys`.
-# Also prints each role's time to /healthz/ready, its CPU and RSS then (README "Performance").
+# Also prints each role's time to /healthz/ready, its CPU and RSS then (docs/performance.md "Latest figures").
 #
 #   test/chart/image/run-roles.sh DIR          # as root
 set -euo pipefail
