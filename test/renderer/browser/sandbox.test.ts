@@ -27,6 +27,18 @@ const HOST_ETC = ['/etc/hostname', '/etc/hosts', '/etc/machine-id', '/etc/ssl/pr
 /** Policy's lease signing key, the secret that mints leases. */
 const LEASE_SECRET = leaseKeyText(generateKeyPairSync('ed25519').privateKey);
 
+/** Whether a process has ended: reaped, or exiting (a zombie, or dead and not yet reaped). */
+function ended(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return /^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code === 'ENOENT' || code === 'ESRCH') return true;
+    throw err;
+  }
+}
+
 function environ(pid: number | 'self'): Map<string, string> {
   const out = new Map<string, string>();
   for (const entry of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
@@ -141,7 +153,9 @@ t.test('netns: every Chromium process of a running service, read from /proc', as
       t.notOk([...env.values()].some((v) => v.includes(LEASE_SECRET)), `${name}: nor the secret under another name`);
       checked.set(pid, argv);
     } catch (err) {
-      if ((err as { code?: unknown }).code !== 'ENOENT' || existsSync(`/proc/${pid}`)) throw err;
+      // ENOENT once it is reaped; ESRCH while it is exiting (its /proc entry stays, unreadable).
+      const code = (err as { code?: unknown }).code;
+      if ((code !== 'ENOENT' && code !== 'ESRCH') || !ended(pid)) throw err;
       t.comment(`${name} ended while it was read`);
     }
   }
