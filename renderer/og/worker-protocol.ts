@@ -32,10 +32,12 @@ export function serveDrawing(warmUp: () => void, draw: (card: OgCard) => Uint8Ar
     const transfer: ArrayBuffer[] = [];
     try {
       const bytes = draw(request.card);
-      // Transfer a buffer that holds exactly the PNG (a pooled Buffer shares its memory).
+      // Transfer a buffer that holds exactly the PNG. Anything else is copied first: a Buffer's
+      // slice() is a view of the same memory (a pooled Buffer's pool, which Node 24 refuses to
+      // transfer and Node 20 would detach), so the copy is made as a plain Uint8Array.
       const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer
         ? bytes.buffer
-        : bytes.slice().buffer as ArrayBuffer;
+        : new Uint8Array(bytes).buffer;
       const counts = missing?.();
       answer = counts === undefined || Object.keys(counts).length === 0
         ? { kind: 'drawn', id: request.id, png: own }
