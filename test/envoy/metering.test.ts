@@ -15,7 +15,6 @@ import path from 'node:path';
 import t from 'tap';
 import { createEdge, type Edge } from '../../envoy/edge/edge.ts';
 import { loadConfig } from '../../lib/config.ts';
-import { ServiceError } from '../../lib/errors.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { agentSettler } from '../../lib/policy-contract.ts';
@@ -23,10 +22,10 @@ import { createKey } from '../../policy/keys.ts';
 import { createPolicyServer, type PolicyServer } from '../../policy/server.ts';
 import { FileCache } from '../../renderer/cache/index.ts';
 import { htmlToImageKey } from '../../renderer/cache/keys.ts';
-import type { RenderPool } from '../../renderer/operations/index.ts';
 import { parseHtmlToImage } from '../../renderer/schemas/index.ts';
 import { createRendererServer, type RendererServer } from '../../renderer/server/index.ts';
 import { TEST_LEASE_ENV } from '../lib/leases.ts';
+import { STAND_IN_PNG, standInPool, type StandInPool } from '../renderer/stand-in-pool.ts';
 
 const PLANS = {
   tiny: { monthlyQuota: 2, perMinute: 1_000, concurrentRenders: 4 },
@@ -34,24 +33,7 @@ const PLANS = {
 };
 /** Larger than every buffer between the renderer and a client that does not read (sockets, pipes). */
 const LARGE = 20 * 1024 * 1024;
-const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a2dd2b2a0000000049454e44ae426082', 'hex');
 const quiet = createLogger('metering-test', { level: 'error' });
-
-/** A pool that never reaches a browser: busy while `busy` is set, else a fixed PNG. */
-function standInPool(): RenderPool & { busy: boolean; renders: number } {
-  const pool = {
-    busy: false,
-    renders: 0,
-    async render<T>(): Promise<{ value: T; tally: { blocked: number; firstReason: null } }> {
-      if (pool.busy) throw new ServiceError('busy');
-      pool.renders += 1;
-      return { value: PNG as unknown as T, tally: { blocked: 0, firstReason: null } };
-    },
-    selfTestPassed: () => true,
-    stats: () => ({ slots: 1, busy: 0, renders: pool.renders, restarts: 0, browserMemoryBytes: 0, readyContexts: 0 }),
-  };
-  return pool as unknown as RenderPool & { busy: boolean; renders: number };
-}
 
 /** The real time, moved on by `advance`. */
 function shiftedClock() {
@@ -67,7 +49,7 @@ function shiftedClock() {
 interface Rig {
   policy: PolicyServer;
   clock: ReturnType<typeof shiftedClock>;
-  renderers: { server: RendererServer; pool: ReturnType<typeof standInPool>; cache: FileCache }[];
+  renderers: { server: RendererServer; pool: StandInPool; cache: FileCache }[];
   edge: Edge;
   port: number;
   secret: string;
@@ -254,7 +236,7 @@ t.test("a busy renderer's render is retried on another one with the same lease, 
   a.pool.busy = true;
   const first = await call(r.port, r.secret);
   t.equal(first.status, 200, 'answered by the other renderer');
-  t.same(first.body, PNG);
+  t.same(first.body, STAND_IN_PNG);
   t.equal(b.pool.renders, 1, 'rendered once, on the other renderer');
   t.ok(await eventually(async () => (await r.policy.store.openLeases(r.keyId)) === 0), 'the lease is settled');
   t.match(await r.policy.store.usage(r.keyId), [{ outcome: 'settled', status: 200, cache: 'miss', metered: true }], 'metered');

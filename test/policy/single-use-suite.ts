@@ -7,7 +7,6 @@
  * refused before any work (401 once spent, 503 `busy` while another attempt holds it).
  */
 import type { Test } from 'tap';
-import { ServiceError } from '../../lib/errors.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
@@ -15,39 +14,21 @@ import { ATTEMPT_HEADER, EXT_AUTHZ_PREFIX, LEASE_HEADER, agentSettler } from '..
 import { createKey } from '../../policy/keys.ts';
 import { createPolicyServer, type PolicyServer } from '../../policy/server.ts';
 import type { RenderCache } from '../../renderer/cache/cache.ts';
-import type { RenderPool } from '../../renderer/operations/index.ts';
 import { createRendererServer, type RendererServer } from '../../renderer/server/index.ts';
 import { TEST_LEASE_ENV } from '../lib/leases.ts';
+import { standInPool, type StandInPool } from '../renderer/stand-in-pool.ts';
 import { request } from './http.ts';
 import { type StoreKind, storeHome } from './stores.ts';
 
 const PLANS = { single: { monthlyQuota: 1_000, perMinute: 1_000, concurrentRenders: 1 } };
-const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a2dd2b2a0000000049454e44ae426082', 'hex');
 const quiet = createLogger('single-use-test', { level: 'error' });
-
-/** A pool that never reaches a browser: each render holds its slot a while, so attempts overlap. */
-function countingPool(): RenderPool & { busy: boolean; renders: number } {
-  const pool = {
-    busy: false,
-    renders: 0,
-    async render<T>(): Promise<{ value: T; tally: { blocked: number; firstReason: null } }> {
-      if (pool.busy) throw new ServiceError('busy');
-      pool.renders += 1;
-      await new Promise((r) => setTimeout(r, 300));
-      return { value: PNG as unknown as T, tally: { blocked: 0, firstReason: null } };
-    },
-    selfTestPassed: () => true,
-    stats: () => ({ slots: 1, busy: 0, renders: pool.renders, restarts: 0, browserMemoryBytes: 0, readyContexts: 0 }),
-  };
-  return pool as unknown as RenderPool & { busy: boolean; renders: number };
-}
 
 /** A cache that never hits, so every attempt that gets past its lease would render. */
 const noCache = { get: async () => undefined, set: async () => {} } as unknown as RenderCache;
 
 interface Rig {
   policy: PolicyServer;
-  renderers: { server: RendererServer; pool: ReturnType<typeof countingPool>; port: number }[];
+  renderers: { server: RendererServer; pool: StandInPool; port: number }[];
   secret: string;
   keyId: string;
   /** Renders done by every renderer together. */
@@ -62,7 +43,7 @@ async function rig(t: Test, kind: StoreKind, renderers: number): Promise<Rig> {
   const settler = agentSettler(`http://127.0.0.1:${policy.settleAddress().port}`);
   const out: Rig['renderers'] = [];
   for (let i = 0; i < renderers; i++) {
-    const pool = countingPool();
+    const pool = standInPool(300);
     const server = createRendererServer({
       config, logger: quiet, registry: new Registry(), pool, cache: noCache, settler, judge: async () => ({ ok: true }), host: '127.0.0.1',
     });
@@ -160,7 +141,7 @@ export function singleUseSuite(t: Test, kind: StoreKind): void {
     const lease = await takeLease(r);
     const unreachable = agentSettler('http://127.0.0.1:1');
     t.teardown(() => unreachable.close());
-    const pool = countingPool();
+    const pool = standInPool(300);
     const cut = createRendererServer({
       config: loadConfig({ PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LOG_LEVEL: 'error', TINTYPE_LEASE_PUBLIC_KEYS: TEST_LEASE_ENV.TINTYPE_LEASE_PUBLIC_KEYS }),
       logger: quiet, registry: new Registry(), pool, cache: noCache, settler: unreachable, judge: async () => ({ ok: true }), host: '127.0.0.1',
