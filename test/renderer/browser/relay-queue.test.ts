@@ -37,21 +37,28 @@ async function stalledListener(t: { teardown(fn: () => unknown): void }): Promis
 
 const keep = (s: net.Socket): net.Socket => s;
 
-t.test('a full accept queue is waited out: every connection reaches the guard once it accepts again', async (t) => {
-  const guard = await stalledListener(t);
-  let refusedAtOnce = 0;
+/** A dial to `path` that counts the connections the full queue refused at once (EAGAIN). */
+function countingDial(path: string): { dial: () => net.Socket; refusedAtOnce: () => number } {
+  let refused = 0;
   const dial = (): net.Socket => {
-    const s = net.connect({ path: guard.path });
+    const s = net.connect({ path });
     s.once('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EAGAIN') refusedAtOnce += 1;
+      if (err.code === 'EAGAIN') refused += 1;
     });
     return s;
   };
+  return { dial, refusedAtOnce: () => refused };
+}
+
+
+t.test('a full accept queue is waited out: every connection reaches the guard once it accepts again', async (t) => {
+  const guard = await stalledListener(t);
+  const { dial, refusedAtOnce } = countingDial(guard.path);
   const connecting = Array.from({ length: 8 }, () => connectGuard(dial, () => true, keep));
-  while (refusedAtOnce === 0) await new Promise((r) => setTimeout(r, 10));
+  while (refusedAtOnce() === 0) await new Promise((r) => setTimeout(r, 10));
   guard.accept();
   const sockets = await Promise.all(connecting);
-  t.ok(refusedAtOnce > 0, `the full queue refused connections at once (${refusedAtOnce} times)`);
+  t.ok(refusedAtOnce() > 0, `the full queue refused connections at once (${refusedAtOnce()} times)`);
   t.equal(sockets.length, 8, 'every one connected in the end');
   for (const s of sockets) s.destroy();
 });
@@ -59,16 +66,9 @@ t.test('a full accept queue is waited out: every connection reaches the guard on
 t.test('a lane cut while it waits gives the connection up', async (t) => {
   const guard = await stalledListener(t);
   let cut = false;
-  let refusedAtOnce = 0;
-  const dial = (): net.Socket => {
-    const s = net.connect({ path: guard.path });
-    s.once('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EAGAIN') refusedAtOnce += 1;
-    });
-    return s;
-  };
+  const { dial, refusedAtOnce } = countingDial(guard.path);
   const connecting = Array.from({ length: 8 }, () => connectGuard(dial, () => !cut, keep).then((s) => s.destroy(), () => 'given up'));
-  while (refusedAtOnce === 0) await new Promise((r) => setTimeout(r, 10));
+  while (refusedAtOnce() === 0) await new Promise((r) => setTimeout(r, 10));
   cut = true;
   const outcomes = await Promise.all(connecting);
   t.ok(outcomes.includes('given up'), 'the waiting ones were given up');
