@@ -4,11 +4,11 @@
  * the admin port, scales a pool, and on SIGTERM releases the Lease and exits 0. A bad setting
  * stops it with a message naming the variable.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { startFakeApiServer } from './fake-apiserver.ts';
+import { startFakeApiServer, writeKubeconfig } from './fake-apiserver.ts';
 import { POD_LABELS, startFakeRenderer } from './fake-pods.ts';
 import { spawnTintype } from '../tintype.ts';
 
@@ -31,12 +31,7 @@ t.test('runs, leads, scales, and releases the Lease on SIGTERM', async (t) => {
     await rm(dir, { recursive: true, force: true });
   });
   const kubeconfig = path.join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, JSON.stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'c',
-    clusters: [{ name: 'f', cluster: { server: server.url, 'insecure-skip-tls-verify': true } }],
-    users: [{ name: 'u', user: { token: server.token } }],
-    contexts: [{ name: 'c', context: { cluster: 'f', user: 'u' } }],
-  }));
+  await writeKubeconfig(kubeconfig, server);
   server.apply('deployments', 'render', { metadata: { name: 'renderer' }, spec: { replicas: 1, selector: { matchLabels: POD_LABELS } }, status: { replicas: 1 } });
   server.apply('renderpools', 'render', { metadata: { name: 'pool' }, spec: { deploymentName: 'renderer' } });
   pod.state = { ...pod.state, busy: 2, busyMean: 2 };

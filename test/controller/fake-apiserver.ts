@@ -26,6 +26,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse as parseYaml } from 'yaml';
@@ -425,4 +426,14 @@ export async function startFakeApiServer(options: { host?: string } = {}): Promi
       }),
   };
   return api;
+}
+
+/** Writes a kubeconfig at `file` that reaches `server` with its token; the context's namespace when given. */
+export async function writeKubeconfig(file: string, server: FakeApiServer, namespace?: string): Promise<void> {
+  await writeFile(file, JSON.stringify({
+    apiVersion: 'v1', kind: 'Config', 'current-context': 'test',
+    clusters: [{ name: 'fake', cluster: { server: server.url, 'insecure-skip-tls-verify': true } }],
+    users: [{ name: 'controller', user: { token: server.token } }],
+    contexts: [{ name: 'test', context: { cluster: 'fake', user: 'controller', ...(namespace === undefined ? {} : { namespace }) } }],
+  }));
 }

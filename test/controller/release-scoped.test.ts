@@ -3,14 +3,14 @@
  * controller holds its own Lease (TINTYPE_CONTROLLER_LEASE) and reconciles its own pool
  * (TINTYPE_CONTROLLER_POOL), never the other release's.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { createController, createKubeApi, httpStateReader, loadKubeConfig } from '../../controller/index.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
-import { startFakeApiServer } from './fake-apiserver.ts';
+import { startFakeApiServer, writeKubeconfig } from './fake-apiserver.ts';
 import { POD_LABELS } from './fake-pods.ts';
 
 const NS = 'render';
@@ -23,12 +23,7 @@ t.test('a controller leads under its own Lease and writes its own pool only', as
     await rm(dir, { recursive: true, force: true });
   });
   const kubeconfig = path.join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, JSON.stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'test',
-    clusters: [{ name: 'fake', cluster: { server: server.url, 'insecure-skip-tls-verify': true } }],
-    users: [{ name: 'controller', user: { token: server.token } }],
-    contexts: [{ name: 'test', context: { cluster: 'fake', user: 'controller', namespace: NS } }],
-  }));
+  await writeKubeconfig(kubeconfig, server, NS);
   for (const r of ['a', 'b']) {
     server.apply('deployments', NS, {
       metadata: { name: `${r}-renderer` },

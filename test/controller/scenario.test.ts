@@ -5,14 +5,14 @@
  * load falls (held inside the down window, then down), the watches expire and relist, the Lease
  * is lost (writes stop) and regained, and SIGTERM's stop releases it.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import { createController, createKubeApi, httpStateReader, loadKubeConfig } from '../../controller/index.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
-import { startFakeApiServer } from './fake-apiserver.ts';
+import { startFakeApiServer, writeKubeconfig } from './fake-apiserver.ts';
 import { POD_LABELS, startFakeRenderer, type FakeRenderer } from './fake-pods.ts';
 
 const NS = 'render';
@@ -31,12 +31,7 @@ async function rig(t: Test, replicas: number) {
   const server = await startFakeApiServer();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-controller-'));
   const kubeconfig = path.join(dir, 'kubeconfig');
-  await writeFile(kubeconfig, JSON.stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'test',
-    clusters: [{ name: 'fake', cluster: { server: server.url, 'insecure-skip-tls-verify': true } }],
-    users: [{ name: 'controller', user: { token: server.token } }],
-    contexts: [{ name: 'test', context: { cluster: 'fake', user: 'controller', namespace: NS } }],
-  }));
+  await writeKubeconfig(kubeconfig, server, NS);
   const pods: FakeRenderer[] = [];
   const other = await startFakeRenderer('other', '127.0.0.30');
   t.teardown(async () => {
