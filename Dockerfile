@@ -27,19 +27,16 @@ ARG NODE_IMAGE=docker.io/library/node:24.21.0-bookworm-slim
 # when one is given (a TLS-inspecting proxy on the way: `--secret id=ca,src=<its CA file>`); a
 # secret is never part of a layer. Without it, Node's own certificates.
 
-# Production packages only; compilers for a native module (better-sqlite3) stay here. It is built
-# from source against the base's own Node headers: no download from outside the npm registry.
+# Production packages only, no install scripts: nothing is compiled. On Node 24 the SQLite driver
+# is better-sqlite3 13 (the alias better-sqlite3-napi), whose package carries its prebuilt
+# binaries; better-sqlite3 12, the driver of the checkout's Node 20 (policy/store/sqlite-driver.ts),
+# is never loaded here and is left out.
 FROM ${NODE_IMAGE} AS packages
 WORKDIR /app
-RUN --mount=type=cache,target=/var/cache/apt \
-    --mount=type=cache,target=/var/lib/apt/lists \
-    rm -f /etc/apt/apt.conf.d/docker-clean \
- && apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 make g++
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm --mount=type=secret,id=ca \
-    NODE_EXTRA_CA_CERTS=/run/secrets/ca npm_config_build_from_source=true npm_config_nodedir=/usr/local \
-    npm ci --omit=dev --no-audit --no-fund
+    NODE_EXTRA_CA_CERTS=/run/secrets/ca npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && rm -rf node_modules/better-sqlite3
 
 # The roles compiled to JavaScript, with the lockfile's TypeScript in a directory of its own.
 FROM ${NODE_IMAGE} AS build

@@ -20,7 +20,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import Database from 'better-sqlite3';
+import Database from '../policy/store/sqlite-driver.ts';
 import pg from 'pg';
 import { BUILT_IN_PLANS } from '../policy/plans.ts';
 import { openPostgresStore } from '../policy/store/postgres.ts';

@@ -6,7 +6,7 @@
  * usage_tally (migration 5): one range of its index, a row per key and kind of record, however
  * many calls the month held.
  */
-import { createRequire } from 'node:module';
+import { sqliteDriverPath } from './store/sqlite-driver.ts';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { UsageReader } from './usage-reader.ts';
@@ -52,11 +52,10 @@ const WORKER = `
 /** A reader of `policy.sqlite` in `dataDir`; each read is a worker thread of its own. */
 export function sqliteUsageReader(dataDir: string): UsageReader {
   const file = path.join(dataDir, 'policy.sqlite');
-  const driver = createRequire(import.meta.url).resolve('better-sqlite3');
   return {
     read(month, keyId) {
       return new Promise<UsageSnapshot>((resolve, reject) => {
-        const worker = new Worker(WORKER, { eval: true, workerData: { driver, file, month, keyId } });
+        const worker = new Worker(WORKER, { eval: true, workerData: { driver: sqliteDriverPath, file, month, keyId } });
         let answered = false;
         worker.once('message', (m: { snapshot?: UsageSnapshot; error?: string; code?: string }) => {
           answered = true;

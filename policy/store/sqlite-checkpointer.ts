@@ -8,7 +8,7 @@
  * writer's own backstop checkpoint (sqlite.ts), which then finds little left to copy.
  * Durability is unchanged: a commit is in the WAL before it is answered, checkpointed or not.
  */
-import { createRequire } from 'node:module';
+import { sqliteDriverPath } from './sqlite-driver.ts';
 import { Worker } from 'node:worker_threads';
 
 /** How often the worker checkpoints. */
@@ -40,8 +40,7 @@ export interface Checkpointer {
 
 /** Starts checkpointing the WAL of the database at `file` every `everyMs`. */
 export function startCheckpointer(file: string, everyMs = CHECKPOINT_EVERY_MS): Checkpointer {
-  const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(WORKER, { eval: true, workerData: { driver, file, everyMs } });
+  const worker = new Worker(WORKER, { eval: true, workerData: { driver: sqliteDriverPath, file, everyMs } });
   worker.unref();
   // A failed worker leaves checkpoints to SQLite's auto-checkpoint; it must not take policy down.
   worker.on('error', () => {});

@@ -9,7 +9,7 @@
  * nothing the kernel holds. `synchronous=normal` (default) fsyncs at checkpoints only, so an
  * OS crash or power loss can roll back the last commits; `full` fsyncs every commit.
  */
-import Database from 'better-sqlite3';
+import Database, { type SqliteDatabase } from './sqlite-driver.ts';
 import path from 'node:path';
 import { ensurePrivateDir, ensurePrivateFile, narrowIfPresent } from '../../lib/private-files.ts';
 import { type Checkpointer, startCheckpointer } from './sqlite-checkpointer.ts';
@@ -405,7 +405,7 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
  * wait runs again one item per transaction, so one bad item fails alone; a lock wait that ran
  * out (STORE_BUDGET_MS) fails the whole group at once, within the same budget.
  */
-export function groupCommit<I, O>(db: Database.Database, one: (item: I) => O): { run(item: I): Promise<O>; flush(): void } {
+export function groupCommit<I, O>(db: SqliteDatabase, one: (item: I) => O): { run(item: I): Promise<O>; flush(): void } {
   let queue: Array<{ item: I; resolve: (o: O) => void; reject: (err: unknown) => void }> = [];
   const all = db.transaction((items: typeof queue) => items.map((p) => one(p.item)));
   const single = db.transaction(one);
@@ -445,7 +445,7 @@ export function groupCommit<I, O>(db: Database.Database, one: (item: I) => O): {
   };
 }
 
-function prepare(db: Database.Database) {
+function prepare(db: SqliteDatabase) {
   return {
     findKey: db.prepare('SELECT id, name, plan, created_at, revoked_at FROM api_keys WHERE hash = ?'),
     insertKey: db.prepare('INSERT INTO api_keys (id, hash, name, plan, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)'),

@@ -7,7 +7,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } fr
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import Database from 'better-sqlite3';
+import Database from '../../policy/store/sqlite-driver.ts';
 import { createKey } from '../../policy/keys.ts';
 import { BUILT_IN_PLANS } from '../../policy/plans.ts';
 import { openSqliteStore } from '../../policy/store/sqlite.ts';

@@ -1,6 +1,6 @@
 /** policy/store/sqlite.ts groupCommit: one transaction per event-loop turn, each item answered as if alone. */
 import t from 'tap';
-import Database from 'better-sqlite3';
+import Database from '../../policy/store/sqlite-driver.ts';
 import { groupCommit } from '../../policy/store/sqlite.ts';
 
 t.test('items of one turn commit together, in order; a failing item fails alone', async (t) => {

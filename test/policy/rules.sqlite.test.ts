@@ -1,6 +1,6 @@
 import t from 'tap';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database from '../../policy/store/sqlite-driver.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { createPolicy } from '../../policy/authorize.ts';
 import { hashSecret, newSecret } from '../../policy/secrets.ts';

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3';
+import Database from '../../policy/store/sqlite-driver.ts';
 import pg from 'pg';
 import { openSqliteStore } from '../../policy/store/sqlite.ts';
 import { openPostgresStore } from '../../policy/store/postgres.ts';

@@ -457,7 +457,7 @@ export function usageSuite(t: Test, kind: StoreKind): void {
  */
 async function holdWriteLocks(home: StoreHome, keyId: string): Promise<() => Promise<void>> {
   if (home.kind === 'sqlite') {
-    const { default: Database } = await import('better-sqlite3');
+    const { default: Database } = await import('../../policy/store/sqlite-driver.ts');
     const db = new Database(path.join(home.env.TINTYPE_DATA_DIR!, 'policy.sqlite'));
     db.exec('BEGIN IMMEDIATE');
     db.prepare('UPDATE usage_months SET used = used WHERE key_id = ?').run(keyId);

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import Database from '../../../policy/store/sqlite-driver.ts';
 import pg from 'pg';
 import { processTree } from '../../../renderer/browser/process-tree.ts';
 import { METRICS_PATH } from '../../../lib/admin.ts';
