@@ -7,6 +7,7 @@ import net from 'node:net';
 import type { Config } from '../../lib/config.ts';
 import { isRejectReason } from '../../lib/errors.ts';
 import { REFUSALS_KEPT, renderStatsPath, type RenderTally } from '../../lib/guard-contract.ts';
+import type { GuardRoute } from './guard-pins.ts';
 
 /** Where the guard listens and how to read a render's tally. */
 export interface GuardEndpoint {
@@ -107,9 +108,9 @@ export function parseTally(value: unknown): RenderTally {
   return { blocked: v.blocked as number, firstReason, refused };
 }
 
-/** The tally reader a pool uses: in-process when offered, else over HTTP. */
-export function tallyReader(endpoint: GuardEndpoint, address: GuardAddress): (token: string) => Promise<RenderTally> {
+/** The tally reader a pool uses: in-process when offered, else over HTTP from the guard the render used. */
+export function tallyReader(endpoint: GuardEndpoint, route: GuardRoute): (token: string) => Promise<RenderTally> {
   const take = endpoint.takeTally;
   if (take !== undefined) return async (token) => parseTally(await take(token));
-  return (token) => fetchTally(address, token);
+  return async (token) => fetchTally(await route.of(token), token);
 }

@@ -10,6 +10,7 @@ import type { Config, Isolation } from '../../lib/config.ts';
 import type { RenderTally } from '../../lib/guard-contract.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { GuardEndpoint } from './guard-endpoint.ts';
+import type { LookupAll } from './guard-pins.ts';
 import type { RelaySet } from './relay-set.ts';
 import { chromiumSandbox, type SandboxVerdict } from './sandbox-support.ts';
 import type { LaunchBrowser } from './types.ts';
@@ -50,6 +51,8 @@ export interface BrowserIsolation {
 export interface IsolationOptions {
   config: Pick<Config, 'chromiumPath'> & Partial<Pick<Config, 'chromiumUid' | 'browserSocket'>>;
   guard: GuardEndpoint;
+  /** How pod isolation resolves the guard's name (guard-pins.ts); the system resolver by default. */
+  guardLookup?: LookupAll;
   logger: Logger;
   launchBrowser: LaunchBrowser;
   /** Lane relays per browser. */

@@ -11,6 +11,7 @@ import { chromiumExecutable, launchOptions } from './chromium.ts';
 import { JAIL_HOME, JAIL_PROFILE_DIR, type JailUser } from './chromium-jail.ts';
 import { startGuardBridge, type GuardBridge } from './guard-bridge.ts';
 import { guardAddress, tallyReader, type GuardAddress } from './guard-endpoint.ts';
+import { oneGuard } from './guard-pins.ts';
 import { decideSandbox, runningAsRoot, type BrowserIsolation, type IsolatedBrowser, type IsolationOptions } from './isolation.ts';
 import { prepareNetnsLaunch } from './netns-launcher.ts';
 import { killTree } from './process-tree.ts';
@@ -60,10 +61,10 @@ class NetnsIsolation implements BrowserIsolation {
       const tcp = guardAddress(endpoint, 'pod');
       this.bridge = await startGuardBridge(tcp);
       this.guard = { path: this.bridge.path };
-      this.tallies = tallyReader(endpoint, tcp);
+      this.tallies = tallyReader(endpoint, oneGuard(tcp));
     } else {
       this.guard = guardAddress(endpoint, 'netns');
-      this.tallies = tallyReader(endpoint, this.guard);
+      this.tallies = tallyReader(endpoint, oneGuard(this.guard));
     }
   }
 

@@ -6,7 +6,8 @@
  * Chromium per connection on its unix socket, in an emptyDir both containers mount, and CDP
  * crosses on that socket (socket-transport.ts). The relays stay in this process and dial the guard
  * over TCP (`GUARD_URL`), or its socket; the pod's NetworkPolicy is the network wall, and Chromium
- * reaches the pod's loopback, where the relays listen.
+ * reaches the pod's loopback, where the relays listen. Each render keeps to one guard of the
+ * several `GUARD_URL` may name (guard-pins.ts).
  *
  * With no `TINTYPE_BROWSER_SOCKET` (one machine, tests) the renderer starts the launcher itself,
  * as its own child on a private socket: the same program and the same transport, without the
@@ -18,13 +19,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
-import type { RenderTally } from '../../lib/guard-contract.ts';
+import { renderTokenFrom, type RenderTally } from '../../lib/guard-contract.ts';
 import { sourceModule, typescriptLoader } from '../../lib/modules.ts';
 import { chromiumArgs } from './launcher/switches.ts';
-import { dialGuard, guardAddress, tallyReader, type GuardAddress } from './guard-endpoint.ts';
+import { dialGuard, guardAddress, tallyReader } from './guard-endpoint.ts';
+import { guardRoute, type GuardRoute } from './guard-pins.ts';
 import type { BrowserIsolation, IsolatedBrowser, IsolationOptions } from './isolation.ts';
 import type { SandboxVerdict } from './launcher/sandbox.ts';
-import { startRelays } from './relay-set.ts';
+import { startRelays, type RelaySet } from './relay-set.ts';
 import { connectSocketBrowser } from './socket-transport.ts';
 
 /** How long the renderer waits for a launcher to listen (its own, or the browser container's). */
@@ -49,7 +51,7 @@ export function browserSwitches(refuseProxy: string): string[] {
 
 class PodIsolation implements BrowserIsolation {
   readonly mode = 'pod';
-  private guard: GuardAddress | undefined;
+  private route: GuardRoute | undefined;
   private tallies: ((token: string) => Promise<RenderTally>) | undefined;
   private socketPath = '';
   /** The launcher this process started (no TINTYPE_BROWSER_SOCKET), and its private directory. */
@@ -59,8 +61,9 @@ class PodIsolation implements BrowserIsolation {
   constructor(private readonly options: IsolationOptions) {}
 
   async start(): Promise<void> {
-    this.guard = guardAddress(this.options.guard, 'pod');
-    this.tallies = tallyReader(this.options.guard, this.guard);
+    const lookup = this.options.guardLookup;
+    this.route = guardRoute(guardAddress(this.options.guard, 'pod'), lookup === undefined ? {} : { lookup });
+    this.tallies = tallyReader(this.options.guard, this.route);
     const configured = this.options.config.browserSocket;
     if (configured !== undefined) {
       this.socketPath = configured;
@@ -80,8 +83,7 @@ class PodIsolation implements BrowserIsolation {
   async launch(): Promise<IsolatedBrowser> {
     // Relays of its own per browser (as in netns): a lane's token belongs to one browser's
     // context, so a replacement preparing its lanes never renames an old browser's render.
-    const guard = this.guard!;
-    const relays = await startRelays({ lanes: this.options.lanes, dial: () => dialGuard(guard) });
+    const relays = await pinnedRelays(this.options.lanes, this.route!);
     try {
       const connected = await connectSocketBrowser(this.socketPath, browserSwitches(relays.refuseAddress));
       const { sandbox, why } = connected.launched;
@@ -188,4 +190,38 @@ class PodIsolation implements BrowserIsolation {
     child.stderr!.removeAllListeners('data').resume();
     return { child, dir, exited };
   }
+}
+
+/**
+ * Relays whose every connection goes to the guard of the render it is for (guard-pins.ts), so the
+ * render's tally is all in the guard its read reaches. A render's choice is kept after its lane is
+ * cut (its tally is read then) and dropped once the lane names its next render, or the relays close.
+ */
+export async function pinnedRelays(lanes: number, route: GuardRoute): Promise<RelaySet> {
+  const relays = await startRelays({
+    lanes,
+    dial: async (render) => {
+      const token = renderTokenFrom(render);
+      if (token === undefined) throw new Error('a relay connection that names no render');
+      return dialGuard(await route.of(token));
+    },
+  });
+  const named: Array<string | undefined> = [];
+  return {
+    refuseAddress: relays.refuseAddress,
+    laneAddresses: relays.laneAddresses,
+    lost: relays.lost,
+    async setToken(lane, token) {
+      const before = named[lane];
+      if (token !== undefined) {
+        if (before !== undefined && before !== token) route.forget(before);
+        named[lane] = token;
+      }
+      await relays.setToken(lane, token);
+    },
+    async close() {
+      for (const token of named) if (token !== undefined) route.forget(token);
+      await relays.close();
+    },
+  };
 }

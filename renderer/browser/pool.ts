@@ -59,6 +59,7 @@ class Pool implements BrowserPool {
     this.isolation = chooseIsolation(options, {
       config,
       guard: options.guard,
+      ...(options.guardLookup === undefined ? {} : { guardLookup: options.guardLookup }),
       logger,
       launchBrowser: options.launch ?? ((o) => puppeteer.launch(o)),
       lanes,

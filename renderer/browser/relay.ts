@@ -13,8 +13,12 @@ import type net from 'node:net';
 import { CONNECTION_HEADERS, PROXY_AUTH_HEADERS } from '../../lib/hop-by-hop.ts';
 import { closeOnError, survivesAcceptErrors } from '../../lib/sockets.ts';
 
-/** Opens a fresh connection to the guard. */
-export type Dial = () => net.Socket;
+/**
+ * Opens a fresh connection to the guard for the render `render` names (its `Proxy-Authorization`
+ * value): in pod isolation each render keeps to one guard (guard-pins.ts), so where a connection
+ * goes can depend on it, and can take a lookup first.
+ */
+export type Dial = (render: string) => net.Socket | Promise<net.Socket>;
 
 /** A lane's proxy listener and the switch that names its render. */
 export interface LaneRelay {
@@ -45,13 +49,27 @@ const GUARD_QUEUE_FULL_RETRY_MS = 5_000;
  * like a target that failed, 502 instead of 422 (docs/architecture.md §2 "guard"). Gives up when
  * `wanted()` says the lane was cut or renamed, on any other error, or past the bound.
  */
-export function connectGuard(dial: Dial, wanted: () => boolean, track: (s: net.Socket) => net.Socket): Promise<net.Socket> {
+export function connectGuard(
+  dial: () => net.Socket | Promise<net.Socket>,
+  wanted: () => boolean,
+  track: (s: net.Socket) => net.Socket,
+): Promise<net.Socket> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     let pause = 5;
     const attempt = (): void => {
       if (!wanted()) return reject(new Error('the lane was cut'));
-      const socket = track(dial());
+      const dialled = dial();
+      if (!(dialled instanceof Promise)) return connecting(dialled);
+      dialled.then((socket) => {
+        // Cut while the guard's address was being found: nothing goes on under the old name.
+        if (wanted()) return connecting(socket);
+        socket.destroy();
+        reject(new Error('the lane was cut'));
+      }, reject);
+    };
+    const connecting = (dialled: net.Socket): void => {
+      const socket = track(dialled);
       let decided = false;
       const failed = (err: NodeJS.ErrnoException): void => {
         decided = true;
@@ -142,7 +160,7 @@ export function createLaneRelay(dial: Dial): LaneRelay {
         res.destroy();
       }
     };
-    connectGuard(dial, current(), track).then((socket) => {
+    connectGuard(() => dial(auth), current(), track).then((socket) => {
       if (res.destroyed) return void socket.destroy();
       const upstream = http.request({ createConnection: () => socket, method: req.method, path: req.url, headers, setHost: false });
       upstream.on('response', (answer) => {
@@ -174,7 +192,7 @@ export function createLaneRelay(dial: Dial): LaneRelay {
     }
     // Nothing is read from the browser until the guard is reached; the pipe below resumes it.
     client.pause();
-    connectGuard(dial, current(), track).then((upstream) => {
+    connectGuard(() => dial(auth), current(), track).then((upstream) => {
       if (client.destroyed) return void upstream.destroy();
       const fail = (): void => {
         if (client.writable && upstream.bytesRead === 0) client.end(BAD_GATEWAY);

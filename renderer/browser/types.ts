@@ -10,6 +10,7 @@ import type { Lifecycle } from '../../lib/lifecycle.ts';
 import type { Logger } from '../../lib/log.ts';
 import type { Registry } from '../../lib/metrics.ts';
 import type { GuardEndpoint } from './guard-endpoint.ts';
+import type { LookupAll } from './guard-pins.ts';
 import type { PreparedPage } from './prepared-page.ts';
 
 /** What a render's code gets: its page (in a fresh context), its abort signal and its tally so far. */
@@ -95,6 +96,8 @@ export interface BrowserPoolOptions {
   registry?: Registry;
   /** The guard, started by the caller (or elsewhere: guardEndpointFromConfig). */
   guard: GuardEndpoint;
+  /** How the guard's name in `GUARD_URL` is resolved in pod isolation (guard-pins.ts); the system resolver by default. */
+  guardLookup?: LookupAll;
   launch?: LaunchBrowser;
   /**
    * netns isolation: also create a user namespace, so a renderer that is not root can create

@@ -18,7 +18,7 @@ import { UPSTREAM_IDLE_MS } from '../../envoy/edge/upstream.ts';
 import {
   ALLOW_CLIENT_HEADERS, ALLOW_UPSTREAM_HEADERS, AUTHZ_REQUEST_HEADERS, DENY_CLIENT_HEADERS,
   LOCAL_REPLIES, MAX_CONNECTIONS, MAX_REQUEST_HEADER_BYTES, OPENAPI_PATH, REQUEST_HEADERS_TIMEOUT_MS,
-  REQUEST_TIMEOUT_MS, RETRY, ROUTED_PREFIX, STRIPPED_UPSTREAM_HEADERS, budgetTimeouts,
+  IDLE_TIMEOUT_MS, REQUEST_TIMEOUT_MS, RETRY, ROUTED_PREFIX, STRIPPED_UPSTREAM_HEADERS, budgetTimeouts,
 } from '../../envoy/edge/contract.ts';
 import { walkBootstrap, walkMessage, type WalkIssue } from './proto-walk.ts';
 import { renderedEnvoy } from './rendered.ts';
@@ -325,6 +325,7 @@ t.test('timeouts follow the render budget; headers and whole request as the embe
   t.ok(b.streamIdleMs > b.routeMs, 'a quiet render is cut by the route timeout (504), never by the idle timeout');
   t.equal(ms(pub.request_headers_timeout), REQUEST_HEADERS_TIMEOUT_MS);
   t.equal(ms(pub.request_timeout), REQUEST_TIMEOUT_MS);
+  t.equal(ms(pub.common_http_protocol_options.idle_timeout), IDLE_TIMEOUT_MS, 'an idle client connection: as the embedded edge');
   // Each budget-derived value is marked for whoever templates the file from the budget.
   const lines = text.split('\n');
   const marked = (key: RegExp): boolean => lines.some((l, i) => key.test(l) && /#\s*budget:/.test(lines[i - 1] ?? ''));

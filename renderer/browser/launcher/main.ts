@@ -13,6 +13,9 @@ import { findChromium } from './executable.ts';
 import { ownSandbox } from './sandbox.ts';
 import { createLauncher, type LauncherLog } from './server.ts';
 
+/** After SIGTERM, how long with no connection means the renderer has gone (a replacement dials in within milliseconds). */
+const GONE_AFTER_QUIET_MS = 2_000;
+
 const log: LauncherLog = (event, fields = {}) => {
   process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), role: 'browser', event, ...fields })}\n`);
 };
@@ -63,12 +66,24 @@ async function main(): Promise<void> {
     stopping = true;
     void launcher.stop().finally(() => process.exit(0));
   };
-  process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   // Started by a renderer as its own child (no container): its stdin is a pipe from that renderer,
-  // which ends when the renderer does, however it ended. Then nobody is left to serve.
+  // which ends when the renderer does, however it ended. Then nobody is left to serve, and the
+  // renderer's SIGTERM comes once it needs no browser.
   if (process.env['TINTYPE_BROWSER_STOP_WITH_STDIN'] === '1') {
     process.stdin.on('end', stop).on('error', stop).resume();
+    process.on('SIGTERM', stop);
+  } else {
+    // The browser container: SIGTERM is the pod's deletion, which reaches both containers at once,
+    // while the renderer's still serves through its preStop wait and then finishes its renders
+    // (docs/helm.md "Rolling restarts"). The launcher serves on until the renderer has let go of
+    // every browser (its connections end when it exits), then stops; the grace period bounds it.
+    // A browser lost while the renderer drains leaves no connection until its replacement dials
+    // in, a moment later: only a quiet spell with none means the renderer has gone.
+    process.on('SIGTERM', () => {
+      log('launcher.stopping', { browsers: launcher.browsers() });
+      void launcher.idle(GONE_AFTER_QUIET_MS).then(stop);
+    });
   }
 }
 

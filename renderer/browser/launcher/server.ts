@@ -46,18 +46,39 @@ export interface Launcher {
   stop(): Promise<void>;
   /** Browsers running now. */
   browsers(): number;
+  /**
+   * Resolves once no browser has run for `quietMs` straight (every connection ended, and none
+   * opened since); with 0, as soon as none runs.
+   */
+  idle(quietMs?: number): Promise<void>;
 }
 
 export function createLauncher(options: LauncherOptions): Launcher {
   const sessions = new Set<Session>();
+  /** When the last connection opened or ended. */
+  let lastChange = Date.now();
+  const emptied: Array<() => void> = [];
   const server = net.createServer((socket) => {
     if (sessions.size >= options.maxBrowsers) {
       refuse(socket, 'too many browsers');
       return;
     }
-    const session = new Session(socket, options, () => sessions.delete(session));
+    const session = new Session(socket, options, () => {
+      sessions.delete(session);
+      lastChange = Date.now();
+      if (sessions.size === 0) for (const resolve of emptied.splice(0)) resolve();
+    });
     sessions.add(session);
+    lastChange = Date.now();
   });
+  const idle = async (quietMs = 0): Promise<void> => {
+    for (;;) {
+      if (sessions.size > 0) await new Promise<void>((resolve) => emptied.push(resolve));
+      const left = lastChange + quietMs - Date.now();
+      if (sessions.size === 0 && left <= 0) return;
+      if (left > 0) await new Promise((r) => setTimeout(r, left));
+    }
+  };
   return {
     async start() {
       rmSync(options.socketPath, { force: true });
@@ -74,6 +95,7 @@ export function createLauncher(options: LauncherOptions): Launcher {
       rmSync(options.socketPath, { force: true });
     },
     browsers: () => sessions.size,
+    idle,
   };
 }
 

@@ -3,7 +3,8 @@
  * run as the image runs it and spoken to as the renderer speaks to it: NUL-delimited frames on its
  * unix socket. Each connection gets a Chromium of its own, started only with switches the launcher
  * accepts and none of its environment but the locale; CDP crosses unchanged; the renderer's going
- * kills its Chromium, a Chromium's going closes its connection; beyond the bound, no browser.
+ * kills its Chromium, a Chromium's going closes its connection; beyond the bound, no browser; on
+ * SIGTERM it serves until the renderer lets go (no connection for a quiet spell).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -36,7 +37,7 @@ async function startLauncher(
   child.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   t.teardown(async () => {
-    child.kill('SIGTERM');
+    child.kill('SIGINT');
     await exited;
   });
   await until(() => out.includes('"launcher.listening"') || child.exitCode !== null);
@@ -163,12 +164,43 @@ t.test('refused: a switch not accepted, a request that is not one, a connection 
   b.socket.destroy();
 });
 
-t.test('it stops on SIGTERM: every Chromium killed, the socket removed', async (t) => {
+t.test('on SIGTERM (the pod deleted) it serves on until the renderer lets go, then stops: its socket removed', async (t) => {
   const l = await startLauncher(t);
   const c = await connect(l.socket);
   c.send({ args: SWITCHES });
   const pid = (await c.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
   l.child.kill('SIGTERM');
+  await until(() => l.out().includes('"launcher.stopping"'));
+  // The renderer, still draining, recycles its browser: the new one starts beside the old.
+  const d = await connect(l.socket);
+  d.send({ args: SWITCHES });
+  const next = (await d.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  c.socket.destroy();
+  await until(() => !alive(pid));
+  t.ok(alive(next) && l.child.exitCode === null, 'a browser still held: it serves on');
+  // The browser is lost while the renderer drains: for a moment no connection, then its replacement dials in.
+  d.socket.destroy();
+  await until(() => !alive(next));
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(l.child.exitCode, null, 'no connection for a moment: it serves on');
+  const e = await connect(l.socket);
+  e.send({ args: SWITCHES });
+  const replacement = (await e.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  t.ok(alive(replacement), 'the replacement is served');
+  // The renderer exits: its last connection ends and none follows.
+  e.socket.destroy();
+  await until(() => l.child.exitCode !== null);
+  t.equal(l.child.exitCode, 0, 'the last connection ended and none came: it stopped');
+  await until(() => !alive(replacement));
+  t.notOk(existsSync(l.socket), 'the socket is gone');
+});
+
+t.test('on SIGINT it stops at once: every Chromium killed', async (t) => {
+  const l = await startLauncher(t);
+  const c = await connect(l.socket);
+  c.send({ args: SWITCHES });
+  const pid = (await c.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  l.child.kill('SIGINT');
   await until(() => l.child.exitCode !== null);
   t.equal(l.child.exitCode, 0);
   await until(() => !alive(pid));
