@@ -29,17 +29,18 @@ export function warmUp(): void {
 
 /**
  * Paints a card and returns its RGBA pixels (a view valid until the next card), the region of
- * each slot drawn, and how much ink the slot clips cut off (tests: text must fit without them).
+ * each slot drawn, how much ink the slot clips cut off (tests: text must fit without them), and
+ * the rows drawn on (the others are the ground's).
  */
-export function paintPixels(card: OgCard): { pixels: Uint8Array; regions: Regions; clippedInk: number } {
+export function paintPixels(card: OgCard): { pixels: Uint8Array; regions: Regions; clippedInk: number; drawnRows: Uint8Array } {
   surface ??= new Surface();
   surface.paintGround(ground(card.theme));
   const regions = paintCard(surface, card);
-  return { pixels: surface.pixels, regions, clippedInk: surface.clippedInk };
+  return { pixels: surface.pixels, regions, clippedInk: surface.clippedInk, drawnRows: surface.drawnRows };
 }
 
 /** Draws a card as a 1200 x 630 PNG. */
 export function drawCard(card: OgCard): Buffer {
-  const { pixels } = paintPixels(card);
-  return encodePng(pixels, 1200, 630);
+  const { pixels, drawnRows } = paintPixels(card);
+  return encodePng(pixels, 1200, 630, { ground: ground(card.theme), drawnRows });
 }

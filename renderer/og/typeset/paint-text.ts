@@ -6,7 +6,7 @@
  */
 import type { Face } from './faces.ts';
 import { emojiImage } from './emoji.ts';
-import { Outline, rasterize, type Mask } from './raster.ts';
+import { mask as maskOf, Outline, rasterize, type Mask } from './raster.ts';
 import { isRtlParagraph, visualOrder, EMOJI_ADVANCE, type Cluster } from './shape.ts';
 import type { Line } from './wrap.ts';
 import type { Rect, Rgb, Surface } from './surface.ts';
@@ -16,12 +16,20 @@ const SUBPIXEL = 4;
 // card's masks take a few hundred kB, so this holds the working set of many scripts at once
 // while a thread stays small (the renderer's memory bound counts these threads).
 const MAX_CACHE_BYTES = 32 * 1024 * 1024;
-const masks = new Map<string, Mask | null>();
+// By face name, then by a number made of glyph, size and offset: a card looks up every glyph it
+// draws, and a number key costs less than a string built for each (speed: docs/performance.md).
+const masks = new Map<string, Map<number, Mask | null>>();
 let cacheBytes = 0;
 
 export function glyphMask(face: Face, id: number, size: number, sub: number): Mask | null {
-  const key = `${face.name}|${id}|${size}|${sub}`;
-  const hit = masks.get(key);
+  let ofFace = masks.get(face.name);
+  if (ofFace === undefined) {
+    ofFace = new Map();
+    masks.set(face.name, ofFace);
+  }
+  // Glyph ids are 16-bit (OpenType); sizes are whole pixels.
+  const key = (size * SUBPIXEL + sub) * 0x10000 + id;
+  const hit = ofFace.get(key);
   if (hit !== undefined) return hit;
   const scale = size / face.font.unitsPerEm;
   const dx = sub / SUBPIXEL;
@@ -36,11 +44,11 @@ export function glyphMask(face: Face, id: number, size: number, sub: number): Ma
   const drawn = rasterize(o) ?? null;
   const mask = drawn !== null && face.embolden !== undefined ? widen(drawn, Math.max(1, Math.round(size * face.embolden))) : drawn;
   if (cacheBytes > MAX_CACHE_BYTES) {
-    masks.clear();
+    for (const m of masks.values()) m.clear();
     cacheBytes = 0;
   }
-  masks.set(key, mask);
-  cacheBytes += (mask?.alpha.length ?? 0) + 64;
+  ofFace.set(key, mask);
+  cacheBytes += mask === null ? 64 : mask.alpha.length + mask.rows.byteLength + mask.runs.byteLength + 64;
   return mask;
 }
 
@@ -57,7 +65,7 @@ function widen(mask: Mask, by: number): Mask {
       alpha[out + x] = a;
     }
   }
-  return { left: mask.left, top: mask.top, width, height: mask.height, alpha };
+  return maskOf(mask.left, mask.top, width, mask.height, alpha);
 }
 
 /** Width of a line in pixels at a size. */

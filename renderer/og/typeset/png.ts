@@ -5,13 +5,20 @@
  * level 4 (measured on the gallery cards: about half the CPU time, 6% fewer bytes), and several
  * times quicker than pureimage's pngjs path (speed: docs/performance.md). Level 1 and 3, Z_RLE
  * and Z_FILTERED, the Sub and Up filters and RGBA rows were measured on the cards too: none is
- * quicker by more than the noise, and the filters and RLE make the file 20-40% larger. What is
- * left of the encoding is deflate itself (about 2 ms a card) and packing the rows (0.4 ms).
+ * quicker by more than the noise, and the filters and RLE make the file 20-40% larger.
+ *
+ * Deflate pays for every byte it reads, even in rows that repeat: the empty ground alone took
+ * half of a card's deflate time, and half of a card's rows are ground. So rows equal to a known
+ * ground are not deflated (or packed) per card: a run of them is deflated once per ground and
+ * its bytes kept. The zlib stream is written as raw deflate
+ * pieces, each flushed to a byte boundary so they join end to end (RFC 1951 3.2.3: a block
+ * starts where the last ended), then an empty final block, and the Adler-32 of all the rows
+ * (RFC 1950), folded from each row's byte sums taken while packing it.
  * The decoder reads the emoji images and the test goldens: 8-bit, non-interlaced.
  */
 import { endianness } from 'node:os';
 import * as zlib from 'node:zlib';
-import { deflateSync, inflateSync } from 'node:zlib';
+import { deflateRawSync, inflateSync } from 'node:zlib';
 
 const LITTLE_ENDIAN = endianness() === 'LE';
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -36,30 +43,60 @@ function crc32(bytes: Uint8Array, start: number, end: number): number {
   return (c ^ -1) >>> 0;
 }
 
-/** Writes a chunk (length, type, data, CRC) into `out` at `at`; returns where the next begins. */
-function writeChunk(out: Buffer, at: number, type: string, data: Uint8Array): number {
-  out.writeUInt32BE(data.length, at);
+/** Writes a chunk header (length, type) at `at` for data of `length` bytes; returns where the data goes. */
+function chunkHeader(out: Buffer, at: number, type: string, length: number): number {
+  out.writeUInt32BE(length, at);
   out.write(type, at + 4, 'latin1');
-  out.set(data, at + 8);
-  out.writeUInt32BE(crc32(out, at + 4, at + 8 + data.length), at + 8 + data.length);
-  return at + 12 + data.length;
+  return at + 8;
 }
 
-// The filtered rows handed to deflate, kept from card to card (one card is encoded at a time
-// per thread; deflate reads them synchronously), and one row of packed RGB words.
+/** Writes the CRC of the chunk whose header is at `at`; returns where the next chunk begins. */
+function chunkCrc(out: Buffer, at: number): number {
+  const end = at + 8 + out.readUInt32BE(at);
+  out.writeUInt32BE(crc32(out, at + 4, end), end);
+  return end + 4;
+}
+
+const ADLER_BASE = 65521;
+
+/**
+ * Adler-32 of bytes appended in spans, each known by its length, its byte sum and its sum of
+ * bytes weighted by how many bytes follow them, counting themselves (RFC 1950 8.2: `b` adds `a`
+ * after every byte). Started at (0, 0) it gives a span's own sums, to append as one later.
+ */
+class Adler {
+  constructor(public a = 1, public b = 0) {}
+
+  append(length: number, sum: number, weighted: number): void {
+    this.b = (this.b + length * this.a + weighted) % ADLER_BASE;
+    this.a = (this.a + sum) % ADLER_BASE;
+  }
+}
+
+// Rows handed to deflate and the sums of the row last packed, kept from card to card (one card
+// is encoded at a time per thread; deflate reads them synchronously), and one row of packed words.
 let rows: Buffer | undefined;
 let rowWords = new Uint32Array(0);
 let rowBytes = new Uint8Array(0);
+// Of the row last packed: its byte sum and its sum weighted by position (filter byte first).
+let rowSum = 0;
+let rowWeighted = 0;
 
 /**
- * Packs row `y` of RGBA pixels as RGB into `out` at `at`, four pixels (four words) into three
- * words at a time: a row of 1200 pixels is 900 words written, not 3600 bytes.
+ * Packs row `y` of RGBA pixels as RGB into `out` at `at` (after its filter byte), four pixels
+ * (four words) into three words at a time: a row of 1200 pixels is 900 words written, not 3600
+ * bytes. Sums its bytes on the way for Adler-32 (`rowSum`, `rowWeighted`).
  */
 function packRow(pixels: Uint32Array, width: number, y: number, out: Buffer, at: number): void {
   const words = rowWords;
   const whole = width & ~3;
   let o = 0;
   let i = y * width;
+  // Per pixel k: s = r + g + b; `total` sums s, `run` sums the running total (Σ (width - k) s),
+  // `inner` sums g + 2b (the channels' places within their pixel).
+  let total = 0;
+  let run = 0;
+  let inner = 0;
   for (const end = i + whole; i < end; i += 4, o += 3) {
     const a = pixels[i]!;
     const b = pixels[i + 1]!;
@@ -68,57 +105,198 @@ function packRow(pixels: Uint32Array, width: number, y: number, out: Buffer, at:
     words[o] = (a & 0xffffff) | (b << 24);
     words[o + 1] = ((b >>> 8) & 0xffff) | (c << 16);
     words[o + 2] = ((c >>> 16) & 0xff) | (d << 8);
+    const ga = (a >>> 8) & 0xff, ba = (a >>> 16) & 0xff;
+    const gb = (b >>> 8) & 0xff, bb = (b >>> 16) & 0xff;
+    const gc = (c >>> 8) & 0xff, bc = (c >>> 16) & 0xff;
+    const gd = (d >>> 8) & 0xff, bd = (d >>> 16) & 0xff;
+    const sa = (a & 0xff) + ga + ba;
+    const sb = (b & 0xff) + gb + bb;
+    const sc = (c & 0xff) + gc + bc;
+    const sd = (d & 0xff) + gd + bd;
+    run += 4 * total + 4 * sa + 3 * sb + 2 * sc + sd;
+    total += sa + sb + sc + sd;
+    inner += ga + gb + gc + gd + 2 * (ba + bb + bc + bd);
   }
   out.set(rowBytes, at);
   for (let x = whole, p = at + whole * 3; x < width; x++, i++, p += 3) {
     const v = pixels[i]!;
-    out[p] = v;
-    out[p + 1] = v >>> 8;
-    out[p + 2] = v >>> 16;
+    const r = v & 0xff, g = (v >>> 8) & 0xff, b = (v >>> 16) & 0xff;
+    out[p] = r;
+    out[p + 1] = g;
+    out[p + 2] = b;
+    total += r + g + b;
+    run += total;
+    inner += g + 2 * b;
   }
+  rowSums(width, total, run, inner);
+}
+
+/** Packs a row a byte at a time (pixels not on a word boundary, or a big-endian machine). */
+function packRowBytes(rgba: Uint8Array, width: number, y: number, out: Buffer, at: number): void {
+  let total = 0;
+  let run = 0;
+  let inner = 0;
+  for (let x = 0, i = y * width * 4, p = at; x < width; x++, i += 4, p += 3) {
+    const r = rgba[i]!, g = rgba[i + 1]!, b = rgba[i + 2]!;
+    out[p] = r;
+    out[p + 1] = g;
+    out[p + 2] = b;
+    total += r + g + b;
+    run += total;
+    inner += g + 2 * b;
+  }
+  rowSums(width, total, run, inner);
+}
+
+// A row is n = 3 * width + 1 bytes, the filter byte (0) first and pixel k's channel c at
+// 1 + 3k + c. Its weighted sum Σ (n - j) x_j is n·total - Σ j x_j, and Σ j x_j over the pixels
+// is Σ (1 + 3k) s_k + inner = total + 3 (width·total - run) + inner.
+function rowSums(width: number, total: number, run: number, inner: number): void {
+  const n = 3 * width + 1;
+  rowSum = total;
+  rowWeighted = n * total - (total + 3 * (width * total - run) + inner);
+}
+
+/** Raw deflate bytes of whole rows ending on a byte boundary, and their Adler-32 sums. */
+interface Piece {
+  bytes: Buffer;
+  length: number;
+  sum: number;
+  weighted: number;
+}
+
+/** Packs rows [y0, y1) and deflates them into a piece. */
+function deflateRows(rgba: Uint8Array, width: number, y0: number, y1: number, level: number): Piece {
+  const stride = width * 3 + 1;
+  if (rows === undefined || rows.length < stride * (y1 - y0)) rows = Buffer.allocUnsafe(stride * (y1 - y0));
+  const sums = new Adler(0, 0);
+  const words = LITTLE_ENDIAN && rgba.byteOffset % 4 === 0;
+  const pixels = words ? new Uint32Array(rgba.buffer, rgba.byteOffset, (rgba.length / 4) | 0) : undefined;
+  if (words && rowBytes.length !== (width & ~3) * 3) {
+    rowWords = new Uint32Array(((width & ~3) * 3) / 4);
+    rowBytes = new Uint8Array(rowWords.buffer);
+  }
+  for (let y = y0; y < y1; y++) {
+    const at = (y - y0) * stride;
+    rows[at] = 0; // filter type None
+    if (pixels !== undefined) packRow(pixels, width, y, rows, at + 1);
+    else packRowBytes(rgba, width, y, rows, at + 1);
+    sums.append(stride, rowSum, rowWeighted);
+  }
+  // A sync flush ends the piece with an empty stored block: byte-aligned, not final.
+  const bytes = deflateRawSync(rows.subarray(0, stride * (y1 - y0)), { level, finishFlush: zlib.constants.Z_SYNC_FLUSH });
+  return { bytes, length: stride * (y1 - y0), sum: sums.a, weighted: sums.b };
+}
+
+// Rows of the ground shorter than this are deflated with the rows around them: a piece costs a
+// zlib call and its own Huffman tables, so a few ground rows between lines of text are cheaper
+// deflated again than looked up.
+export const MIN_GROUND_ROWS = 8;
+// Pieces of ground kept per ground image (a few layouts' worth); the map starts over past this.
+const MAX_GROUND_PIECES = 256;
+const groundPieces = new WeakMap<Uint8Array, Map<string, Piece>>();
+
+function groundPiece(ground: Uint8Array, width: number, y0: number, y1: number, level: number): Piece {
+  let pieces = groundPieces.get(ground);
+  if (pieces === undefined) {
+    pieces = new Map();
+    groundPieces.set(ground, pieces);
+  }
+  const key = `${width}|${y0}|${y1}|${level}`;
+  let piece = pieces.get(key);
+  if (piece === undefined) {
+    piece = deflateRows(ground, width, y0, y1, level);
+    if (pieces.size >= MAX_GROUND_PIECES) pieces.clear();
+    pieces.set(key, piece);
+  }
+  return piece;
+}
+
+// An empty final block with fixed codes (BFINAL 1, BTYPE 01, end-of-block code 0000000).
+const FINAL_BLOCK = Buffer.from([0x03, 0x00]);
+// zlib header: deflate with a 32 KiB window, no dictionary, "fast" level (RFC 1950 2.2).
+const ZLIB_HEADER = Buffer.from([0x78, 0x5e]);
+
+/** How to encode: the deflate level, and the ground most rows of the image are copies of. */
+export interface PngOptions {
+  /** Deflate level; 2 unless told (see above). */
+  level?: number;
+  /** An image of the same size; runs of rows equal to its rows are deflated once and reused. */
+  ground?: Uint8Array;
+  /** Rows that may differ from the ground (1 a row); the others are known to equal it. */
+  drawnRows?: Uint8Array;
 }
 
 /** Encodes RGBA pixels (alpha ignored: the card is opaque) as an RGB PNG. */
-export function encodePng(rgba: Uint8Array, width: number, height: number, level = 2): Buffer {
-  const stride = width * 3 + 1;
-  if (rows === undefined || rows.length < stride * height) rows = Buffer.allocUnsafe(stride * height);
-  const raw = rows.subarray(0, stride * height);
-  if (LITTLE_ENDIAN && rgba.byteOffset % 4 === 0) {
-    // Each pixel read as one little-endian word (red in the low byte), four pixels packed into
-    // three words: copying the channels a byte at a time was a quarter of the card's CPU time.
-    const pixels = new Uint32Array(rgba.buffer, rgba.byteOffset, width * height);
-    if (rowBytes.length !== (width & ~3) * 3) {
-      rowWords = new Uint32Array(((width & ~3) * 3) / 4);
-      rowBytes = new Uint8Array(rowWords.buffer);
-    }
-    for (let y = 0; y < height; y++) {
-      raw[y * stride] = 0; // filter type None
-      packRow(pixels, width, y, raw, y * stride + 1);
-    }
-  } else {
-    for (let y = 0; y < height; y++) {
-      let o = y * stride;
-      raw[o++] = 0;
-      for (let x = 0, i = y * width * 4; x < width; x++, i += 4) {
-        raw[o++] = rgba[i]!;
-        raw[o++] = rgba[i + 1]!;
-        raw[o++] = rgba[i + 2]!;
-      }
-    }
+export function encodePng(rgba: Uint8Array, width: number, height: number, options: PngOptions = {}): Buffer {
+  const { level = 2, ground, drawnRows } = options;
+  const pieces: Buffer[] = [ZLIB_HEADER];
+  const adler = new Adler();
+  const add = (p: Piece) => {
+    pieces.push(p.bytes);
+    adler.append(p.length, p.sum, p.weighted);
+  };
+  const same = ground !== undefined && ground.length === rgba.length ? sameRows(rgba, ground, width, height, drawnRows) : undefined;
+  for (let y = 0; y < height; ) {
+    const [g0, g1] = same === undefined ? [height, height] : groundRun(same, y);
+    if (g0 > y) add(deflateRows(rgba, width, y, g0, level));
+    if (g1 > g0) add(groundPiece(ground!, width, g0, g1, level));
+    y = g1;
   }
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header[8] = 8; // bit depth
-  header[9] = 2; // colour type RGB
-  const idat = deflateSync(raw, { level });
-  // The file written once, in place: signature, IHDR, IDAT, IEND.
-  const png = Buffer.allocUnsafe(SIGNATURE.length + 3 * 12 + header.length + idat.length);
+  pieces.push(FINAL_BLOCK);
+  let idatLength = 4;
+  for (const p of pieces) idatLength += p.length;
+
+  const png = Buffer.allocUnsafe(SIGNATURE.length + 3 * 12 + 13 + idatLength);
   png.set(SIGNATURE, 0);
-  let at = writeChunk(png, SIGNATURE.length, 'IHDR', header);
-  at = writeChunk(png, at, 'IDAT', idat);
-  writeChunk(png, at, 'IEND', new Uint8Array(0));
+  let at = chunkHeader(png, SIGNATURE.length, 'IHDR', 13);
+  png.writeUInt32BE(width, at);
+  png.writeUInt32BE(height, at + 4);
+  png[at + 8] = 8; // bit depth
+  png[at + 9] = 2; // colour type RGB
+  png[at + 10] = 0; // deflate
+  png[at + 11] = 0; // filtering per row
+  png[at + 12] = 0; // not interlaced
+  at = chunkCrc(png, SIGNATURE.length);
+  const idat = at;
+  let p = chunkHeader(png, idat, 'IDAT', idatLength);
+  for (const piece of pieces) {
+    png.set(piece, p);
+    p += piece.length;
+  }
+  png.writeUInt32BE(((adler.b << 16) | adler.a) >>> 0, p);
+  at = chunkCrc(png, idat);
+  chunkHeader(png, at, 'IEND', 0);
+  chunkCrc(png, at);
   return png;
+}
+
+/** The first run of at least MIN_GROUND_ROWS rows equal to the ground from `from`, or [height, height]. */
+function groundRun(same: Uint8Array, from: number): [number, number] {
+  const height = same.length;
+  for (let y = from; y < height; ) {
+    if (same[y] === 0) {
+      y++;
+      continue;
+    }
+    let end = y;
+    while (end < height && same[end] === 1) end++;
+    if (end - y >= MIN_GROUND_ROWS) return [y, end];
+    y = end;
+  }
+  return [height, height];
+}
+
+/** 1 for each row of `rgba` equal to the same row of `ground` (rows not drawn on are, unread). */
+function sameRows(rgba: Uint8Array, ground: Uint8Array, width: number, height: number, drawn: Uint8Array | undefined): Uint8Array {
+  const a = Buffer.from(rgba.buffer, rgba.byteOffset, rgba.byteLength);
+  const b = Buffer.from(ground.buffer, ground.byteOffset, ground.byteLength);
+  const out = new Uint8Array(height);
+  const row = width * 4;
+  for (let y = 0; y < height; y++) {
+    out[y] = drawn?.[y] === 0 || a.compare(b, y * row, (y + 1) * row, y * row, (y + 1) * row) === 0 ? 1 : 0;
+  }
+  return out;
 }
 
 /** A decoded image: RGBA, 8 bits per channel, not premultiplied. */

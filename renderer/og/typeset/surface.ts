@@ -35,42 +35,76 @@ export class Surface {
     return this.bitmap.data as Uint8Array;
   }
 
+  /** The same pixels a word each (channels in memory order, whatever the machine's byte order). */
+  private readonly words = new Uint32Array(this.pixels.buffer, this.pixels.byteOffset, CARD_WIDTH * CARD_HEIGHT);
+
+  /**
+   * Rows drawn on since the ground was painted (1 a row); every other row is the ground's. The
+   * pixels change only through these methods, so the next card restores only these rows, and
+   * the PNG encoder compares only these with the ground (speed: docs/performance.md).
+   */
+  readonly drawnRows = new Uint8Array(CARD_HEIGHT);
+  private ground: Uint8Array | undefined;
+
   /** Replaces every pixel with a prepared ground of the same size. */
   paintGround(ground: Uint8Array): void {
-    this.pixels.set(ground);
+    if (ground !== this.ground) {
+      this.pixels.set(ground);
+      this.ground = ground;
+    } else {
+      const row = this.width * 4;
+      const drawn = this.drawnRows;
+      for (let y = 0; y < this.height; ) {
+        if (drawn[y] === 0) {
+          y++;
+          continue;
+        }
+        let end = y;
+        while (end < this.height && drawn[end] === 1) end++;
+        this.pixels.set(ground.subarray(y * row, end * row), y * row);
+        y = end;
+      }
+    }
+    this.drawnRows.fill(0);
     this.clippedInk = 0;
   }
 
   /** Blends a coverage mask in one colour at an integer offset, inside the clip. */
-  fillMask(mask: Mask, dx: number, dy: number, colour: Rgb, clip: Rect, opacity = 1): void {
+  fillMask(mask: Mask, dx: number, dy: number, colour: Rgb, clip: Rect): void {
     const px = this.pixels;
-    const x0 = Math.max(clip.x0, mask.left + dx, 0);
-    const y0 = Math.max(clip.y0, mask.top + dy, 0);
-    const x1 = Math.min(clip.x1, mask.left + dx + mask.width, this.width);
-    const y1 = Math.min(clip.y1, mask.top + dy + mask.height, this.height);
-    if (x0 !== mask.left + dx || y0 !== mask.top + dy || x1 !== mask.left + dx + mask.width || y1 !== mask.top + dy + mask.height) {
-      this.clippedInk += lostCoverage(mask.alpha, mask.width, mask.height, 1, 0, x0 - mask.left - dx, y0 - mask.top - dy, x1 - mask.left - dx, y1 - mask.top - dy);
+    const words = this.words;
+    const mx = mask.left + dx;
+    const my = mask.top + dy;
+    const x0 = Math.max(clip.x0, mx, 0);
+    const y0 = Math.max(clip.y0, my, 0);
+    const x1 = Math.min(clip.x1, mx + mask.width, this.width);
+    const y1 = Math.min(clip.y1, my + mask.height, this.height);
+    if (x0 !== mx || y0 !== my || x1 !== mx + mask.width || y1 !== my + mask.height) {
+      this.clippedInk += lostCoverage(mask.alpha, mask.width, mask.height, 1, 0, x0 - mx, y0 - my, x1 - mx, y1 - my);
     }
+    if (y1 > y0) this.drawnRows.fill(1, y0, y1);
     const [r, g, b] = colour;
-    const scale = opacity / 255;
+    // Fully covered runs take the colour, one word a pixel: the same result as the blend.
+    const solid = opaqueWord(colour);
+    const { alpha, rows, runs } = mask;
     for (let y = y0; y < y1; y++) {
-      let m = (y - mask.top - dy) * mask.width + (x0 - mask.left - dx);
-      let o = (y * this.width + x0) * 4;
-      for (let x = x0; x < x1; x++, m++, o += 4) {
-        const c = mask.alpha[m]!;
-        if (c === 0) continue;
-        // Inside a glyph (full cover, no fade) the colour replaces the pixel: the same result
-        // as the blend below, without its arithmetic.
-        if (c === 255 && opacity === 1) {
-          px[o] = r;
-          px[o + 1] = g;
-          px[o + 2] = b;
+      const row = y - my;
+      const line = y * this.width + mx;
+      const cover = row * mask.width;
+      for (let k = rows[row]!, end = rows[row + 1]!; k < end; k += 3) {
+        const from = Math.max(x0 - mx, runs[k]!);
+        const to = Math.min(x1 - mx, runs[k + 1]!);
+        if (runs[k + 2] === 1) {
+          for (let x = from; x < to; x++) words[line + x] = solid;
           continue;
         }
-        const a = c * scale;
-        px[o] = px[o]! + (r - px[o]!) * a;
-        px[o + 1] = px[o + 1]! + (g - px[o + 1]!) * a;
-        px[o + 2] = px[o + 2]! + (b - px[o + 2]!) * a;
+        for (let x = from; x < to; x++) {
+          const a = alpha[cover + x]! * COVER;
+          const o = (line + x) << 2;
+          px[o] = px[o]! + (r - px[o]!) * a;
+          px[o + 1] = px[o + 1]! + (g - px[o + 1]!) * a;
+          px[o + 2] = px[o + 2]! + (b - px[o + 2]!) * a;
+        }
       }
     }
   }
@@ -82,6 +116,7 @@ export class Surface {
     const y0 = Math.max(Math.round(rect.y0), clip.y0, 0);
     const x1 = Math.min(Math.round(rect.x1), clip.x1, this.width);
     const y1 = Math.min(Math.round(rect.y1), clip.y1, this.height);
+    if (y1 > y0) this.drawnRows.fill(1, y0, y1);
     for (let y = y0; y < y1; y++) {
       for (let o = (y * this.width + x0) * 4, x = x0; x < x1; x++, o += 4) {
         px[o] = colour[0];
@@ -102,6 +137,7 @@ export class Surface {
     if (x0 !== dx || y0 !== dy || x1 !== dx + image.width || y1 !== dy + image.height) {
       this.clippedInk += lostCoverage(src, image.width, image.height, 4, 3, x0 - dx, y0 - dy, x1 - dx, y1 - dy);
     }
+    if (y1 > y0) this.drawnRows.fill(1, y0, y1);
     for (let y = y0; y < y1; y++) {
       let s = ((y - dy) * image.width + (x0 - dx)) * 4;
       let o = (y * this.width + x0) * 4;
@@ -115,6 +151,21 @@ export class Surface {
       }
     }
   }
+}
+
+// Coverage 0-255 as a fraction (multiplied, not divided: the blend's results are kept to the bit).
+const COVER = 1 / 255;
+
+// One pixel's bytes seen as the word the pixel array holds: an opaque colour written in one store.
+const pixelBytes = new Uint8Array(4);
+const pixelWord = new Uint32Array(pixelBytes.buffer);
+
+function opaqueWord(colour: Rgb): number {
+  pixelBytes[0] = colour[0];
+  pixelBytes[1] = colour[1];
+  pixelBytes[2] = colour[2];
+  pixelBytes[3] = 255;
+  return pixelWord[0]!;
 }
 
 // Coverage of the pixels of a w x h image outside the kept rectangle [kx0, kx1) x [ky0, ky1).

@@ -3,6 +3,7 @@ import { DRAWS, TEMPLATES, THEMES, type OgCard, type TextField } from '../../../
 import { parseOgQuery } from '../../../renderer/og/query.ts';
 import { HOSTILE, SCRIPTS, fullCard, hostileTexts, minimalCard } from '../../../renderer/og/samples.ts';
 import { FOOTER_LEFT, FOOTER_RIGHT, SAFE } from '../../../renderer/og/templates.ts';
+import { paintPixels } from '../../../renderer/og/draw.ts';
 import { inkIn, inkOutside, inked, overlaps, within } from './ink.ts';
 
 // Each slot drawn must put at least this many pixels of ink in its own region.
@@ -137,4 +138,21 @@ t.test('longer text shrinks, then wraps to its line limit, then ends in an ellip
   t.ok(h(long.regions.title!) > h(short.regions.title!), 'a long title takes more lines');
   t.ok(long.regions.title!.y1 <= 476 + 8, 'but stays above the footer');
   t.equal(long.clippedInk, 0);
+});
+
+t.test('a card drawn after others has the pixels it has drawn first: the reused surface keeps nothing of them', async (t) => {
+  // The surface restores only the rows the cards before drew on (typeset/surface.ts).
+  const card = fullCard('title', 'dark', SCRIPTS.latin!);
+  paintPixels(fullCard('title', 'light', SCRIPTS.latin!)); // another ground: every row replaced
+  const fresh = paintPixels(card).pixels.slice();
+  const before: [string, OgCard[]][] = [
+    ['the same card', [card]],
+    ['another template on the same ground', [fullCard('board', 'dark', SCRIPTS.emoji!)]],
+    ['a title wider and taller on the same ground', [fullCard('stat', 'dark', SCRIPTS.cjk!), { ...card, title: HOSTILE.wideLatin120! }]],
+    ['cards on the other ground between', [fullCard('board', 'light', SCRIPTS.arabic!), fullCard('stat', 'dark', SCRIPTS.latin!)]],
+  ];
+  for (const [name, cards] of before) {
+    for (const c of cards) paintPixels(c);
+    t.ok(Buffer.from(paintPixels(card).pixels).equals(Buffer.from(fresh)), `after ${name}`);
+  }
 });

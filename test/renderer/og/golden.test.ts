@@ -43,7 +43,7 @@ for (const { name, card } of cards) {
     const file = new URL(`${name}.png`, DIR);
     const { pixels } = inked(card);
     if (UPDATE) {
-      writeFileSync(file, encodePng(pixels, WIDTH, HEIGHT, 9));
+      writeFileSync(file, encodePng(pixels, WIDTH, HEIGHT, { level: 9 }));
       t.pass(`wrote ${file.pathname}`);
       return;
     }

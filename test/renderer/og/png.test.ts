@@ -1,10 +1,10 @@
 import { inflateSync } from 'node:zlib';
 import puppeteer from 'puppeteer-core';
 import t from 'tap';
-import { paintPixels } from '../../../renderer/og/draw.ts';
+import { drawCard, paintPixels } from '../../../renderer/og/draw.ts';
 import { TEMPLATES, THEMES } from '../../../renderer/og/fields.ts';
 import { MIXED, SCRIPTS, fullCard } from '../../../renderer/og/samples.ts';
-import { decodePng, encodePng } from '../../../renderer/og/typeset/png.ts';
+import { decodePng, encodePng, MIN_GROUND_ROWS } from '../../../renderer/og/typeset/png.ts';
 
 function chunks(png: Buffer): { type: string; data: Buffer }[] {
   const out: { type: string; data: Buffer }[] = [];
@@ -52,6 +52,35 @@ t.test('rows of any width, from pixels at any byte offset, decode to the same pi
   }
 });
 
+t.test('rows equal to the ground, in runs of any length anywhere, decode to the same pixels', async (t) => {
+  const width = 29;
+  const height = 40;
+  const base = new Uint8Array(width * height * 4).map((_, i) => ((i & 3) === 3 ? 255 : (i * 31 + (i >> 9)) & 255));
+  const short = MIN_GROUND_ROWS - 1;
+  const rows: [string, number, number][] = [
+    ['no row of the ground', 0, 0],
+    ['every row the ground', 0, height],
+    [`${short} rows (too few to keep) at the start`, 0, short],
+    [`${MIN_GROUND_ROWS} rows at the start`, 0, MIN_GROUND_ROWS],
+    [`${MIN_GROUND_ROWS + 1} rows in the middle`, 10, 10 + MIN_GROUND_ROWS + 1],
+    [`${short} rows in the middle`, 10, 10 + short],
+    [`${MIN_GROUND_ROWS} rows at the end`, height - MIN_GROUND_ROWS, height],
+    [`${short} rows at the end`, height - short, height],
+  ];
+  for (const [name, from, to] of rows) {
+    // The ground differs from the image everywhere but in rows [from, to).
+    const g = base.map((v, i) => ((i & 3) === 3 ? 255 : v ^ 0x55));
+    g.set(base.subarray(from * width * 4, to * width * 4), from * width * 4);
+    // Twice: the second encoding reuses the ground's pieces deflated by the first. Then told
+    // which rows were drawn on, as the card's surface tells it, so the others are not compared.
+    const drawnRows = new Uint8Array(height).map((_, y) => (y >= from && y < to ? 0 : 1));
+    for (const [pass, options] of [['first', { ground: g }], ['second', { ground: g }], ['drawn rows told', { ground: g, drawnRows }]] as const) {
+      const png = encodePng(base, width, height, options);
+      t.same(Buffer.from(decodePng(png).data), Buffer.from(base), `${name}, ${pass} encoding`);
+    }
+  }
+});
+
 t.test('Chromium decodes every drawn card to the pixels that were encoded', async (t) => {
   const browser = await puppeteer.launch({
     executablePath: '/usr/bin/chromium-headless-shell',
@@ -65,8 +94,9 @@ t.test('Chromium decodes every drawn card to the pixels that were encoded', asyn
   const cards = [...TEMPLATES.flatMap((template) => THEMES.map((theme) => fullCard(template, theme, SCRIPTS.latin!))),
     fullCard('title', 'dark', MIXED), fullCard('board', 'light', SCRIPTS.emoji!)];
   for (const card of cards) {
+    // The PNG a drawing thread sends (ground rows reused), then the pixels it was made from.
+    const png = drawCard(card);
     const pixels = paintPixels(card).pixels.slice();
-    const png = encodePng(pixels, 1200, 630);
     // Decoded in the page (a string: these tests have no DOM types), read back as RGBA bytes.
     const decoded = (await page.evaluate(`(async (base64) => {
       const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
