@@ -36,6 +36,11 @@ export interface AdminOptions {
   ready: () => boolean | Promise<boolean>;
   /** Further admin-only GET paths and their handlers (`/state`, `/usage`). */
   routes?: Readonly<Record<string, http.RequestListener>>;
+  /**
+   * Called once, when a drain begins: the role's listeners start answering `connection: close`
+   * (lib/graceful-close.ts `leave`), so kept-alive clients move to other pods before SIGTERM.
+   */
+  onDrain?: () => void;
 }
 
 export interface AdminServer extends Lifecycle {
@@ -69,6 +74,7 @@ export function adminHandler(options: AdminOptions): http.RequestListener {
       if (!(waitS <= MAX_DRAIN_WAIT_S)) {
         return writeBody(res, 400, { error: 'bad_request', message: `wait_s: whole seconds, 0 to ${MAX_DRAIN_WAIT_S}` });
       }
+      if (!draining) options.onDrain?.();
       draining = true;
       const timer = setTimeout(() => writeBody(res, 200, { draining: true, waitedS: waitS }), waitS * 1000);
       // A hook that gives up (the grace period ended) needs no answer.

@@ -44,6 +44,7 @@ import type { PolicyStore } from './store/store.ts';
 import { type SchemaWait, waitForSchema } from './store/schema.ts';
 import { ConfigError, requireLeaseSigningKey } from '../lib/config.ts';
 import { leaseSigner, type LeaseClaims } from '../lib/lease.ts';
+import { gracefulClose } from '../lib/graceful-close.ts';
 import { listen } from '../lib/listen.ts';
 
 export const DEFAULT_POLICY_PORT = 8081;
@@ -78,6 +79,12 @@ export interface PolicyServer extends Lifecycle {
   readonly plans: Plans;
   /** Runs one expiry sweep now (the timer runs it every second). */
   sweep(): Promise<number>;
+  /**
+   * The pod's preStop drain began (lib/admin.ts): both listeners serve on, answering
+   * `connection: close`, so the edge's and the renderers' kept-alive connections leave this pod
+   * before SIGTERM (lib/graceful-close.ts).
+   */
+  leave(): void;
 }
 
 const tracer = trace.getTracer('tintype');
@@ -127,6 +134,8 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     }
     return handler(req, res);
   });
+  // Each listener's stop, ready before either serves (lib/graceful-close.ts).
+  const closers = [server, renderers].map((s) => gracefulClose(s));
 
   /** The paths both listeners answer: probes and metrics; 404 for anything else. */
   async function common(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -379,16 +388,15 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
       started = false;
       schemaWait?.stop();
       if (sweeper !== undefined) clearInterval(sweeper);
-      await Promise.all([server, renderers].map((s) => new Promise<void>((resolve) => {
-        if (!s.listening) return resolve();
-        s.close(() => resolve());
-        s.closeIdleConnections();
-      })));
+      await Promise.all(closers.map((close) => close()));
       await sweeping?.catch(() => 0);
       await store.close();
     },
     healthy() {
       return started && storeOk;
+    },
+    leave() {
+      for (const close of closers) close.leave();
     },
     address() {
       return { port: (server.address() as AddressInfo).port };

@@ -35,6 +35,7 @@ export const policyCommand: Command = {
       registries: [registry],
       ready: async () => server.healthy() && (await server.store.ping().then(() => true, () => false)),
       routes: { [USAGE_PATH]: usageHandler({ reader: openUsageReader(config), plans: server.plans, clock: systemClock, logger, open: config.policyUsageOpen }) },
+      onDrain: () => server.leave(),
     });
     // Stopped in reverse: the server (readiness fails first), the admin port, then the spans of
     // the last checks and settles are flushed before the process ends.

@@ -55,6 +55,14 @@ export const REQUEST_HEADERS_TIMEOUT_MS = 10_000;
 export const REQUEST_TIMEOUT_MS = 60_000;
 
 /**
+ * A kept-alive client connection with no request on it is closed after this long (Envoy's
+ * `idle_timeout` on the public listener). Far longer than client pools keep an idle connection,
+ * so the client lets go first: a request sent as the edge closes its connection is lost to the
+ * client ("socket hang up"), and a render is not safe to send again. Node's own 5 s lost them.
+ */
+export const IDLE_TIMEOUT_MS = 300_000;
+
+/**
  * Largest request header section a client may send (431 after it): Node's own limit
  * (`http.maxHeaderSize`), which the embedded edge's public listener applies.
  */

@@ -22,7 +22,7 @@ import { createAuthzClient, type AuthzDecision } from './authz.ts';
 import { writeError, writeMethodNotAllowed, writeNotFound, type Headers } from '../../lib/answers.ts';
 import { announcedTooLarge, drain, readBody } from '../../lib/body.ts';
 import {
-  LOCAL_REPLIES, MAX_CONNECTIONS, OPENAPI_PATH, REQUEST_TIMEOUT_MS, REQUEST_HEADERS_TIMEOUT_MS, ROUTED_PREFIX, UPSTREAM_MARGIN_MS,
+  IDLE_TIMEOUT_MS, LOCAL_REPLIES, MAX_CONNECTIONS, OPENAPI_PATH, REQUEST_TIMEOUT_MS, REQUEST_HEADERS_TIMEOUT_MS, ROUTED_PREFIX, UPSTREAM_MARGIN_MS,
 } from './contract.ts';
 import { heldBodies, perClientShare } from './held.ts';
 import type { RendererHosts } from './hosts.ts';
@@ -58,6 +58,8 @@ export interface EdgeOptions {
   maxConnections?: number;
   headersTimeoutMs?: number;
   bodyTimeoutMs?: number;
+  /** A kept-alive client connection with no request is closed after this long (Envoy's `idle_timeout`). */
+  idleTimeoutMs?: number;
   logger?: Logger;
   metrics?: Registry;
 }
@@ -184,11 +186,12 @@ export function createEdge(options: EdgeOptions): Edge {
     let decision: AuthzDecision;
     try {
       decision = await authz.check(req.method ?? 'GET', req.url ?? '/', req.headers, propagated, gone.signal);
-    } catch {
+    } catch (err) {
       // The client left while policy was asked; the check was given up with it.
       if (gone.signal.aborted) return clientLeft();
       // Policy cannot be asked: nobody is refused for it and nothing is leased (Envoy status_on_error).
       authzErrors.inc();
+      log.warn('authz_unavailable', { reason: (err as Error).message });
       writeError(res, new ServiceError('busy'));
       return { status: 503, error: 'busy' };
     } finally {
@@ -266,6 +269,7 @@ export function createEdge(options: EdgeOptions): Edge {
     // Node's backstop for a request that is never complete; the body's own timer answers first.
     requestTimeout: headersTimeoutMs + bodyTimeoutMs + 5_000,
     connectionsCheckingInterval: Math.min(1_000, headersTimeoutMs),
+    keepAliveTimeout: options.idleTimeoutMs ?? IDLE_TIMEOUT_MS,
   }, handle);
   server.maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
   // Node's own answers to a broken or slow request, with the spec's JSON where it has a code.

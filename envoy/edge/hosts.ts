@@ -33,12 +33,17 @@ export interface RendererHosts {
   close(): void;
 }
 
+/**
+ * The least busy host, a tie broken at random. Envoy's LEAST_REQUEST over hosts of equal weight
+ * draws two at random and takes the less busy: no host is preferred for its place in the DNS
+ * answer. Taking always the first of the idle ones would starve a new pod under light traffic.
+ */
 function leastActive(hosts: RendererHost[], tried: ReadonlySet<string>): RendererHost | undefined {
   const fresh = hosts.filter((h) => !tried.has(h.key));
   const from = fresh.length > 0 ? fresh : hosts;
-  let best: RendererHost | undefined;
-  for (const h of from) if (best === undefined || h.active < best.active) best = h;
-  return best;
+  const fewest = Math.min(...from.map((h) => h.active));
+  const least = from.filter((h) => h.active === fewest);
+  return least[Math.floor(Math.random() * least.length)];
 }
 
 /** A fixed list of renderers, always taken (the edge of `tintype start` and the tests of one edge). */

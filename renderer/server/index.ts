@@ -23,6 +23,7 @@ import { ogRoute, type OgDrawing } from './og.ts';
 import { requestScope, type Answered } from './request-scope.ts';
 import { v1Routes } from './routes.ts';
 import type { RendererState } from './state.ts';
+import { gracefulClose } from '../../lib/graceful-close.ts';
 import { listen } from '../../lib/listen.ts';
 import { STATE_PATH, type RendererStateReport } from '../../lib/state-contract.ts';
 
@@ -86,17 +87,6 @@ export interface RendererServer extends Lifecycle {
 }
 
 
-function close(server: http.Server, graceMs: number): Promise<void> {
-  if (!server.listening) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => server.closeAllConnections(), graceMs);
-    server.close(() => {
-      clearTimeout(timer);
-      resolve();
-    });
-    server.closeIdleConnections();
-  });
-}
 
 export function createRendererServer(options: RendererServerOptions): RendererServer {
   const { config, logger, registry, cache, settler } = options;
@@ -168,6 +158,7 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
   // Headers get a little longer than the idle wait, as Node expects.
   server.keepAliveTimeout = RENDERER_KEEP_ALIVE_MS;
   server.headersTimeout = RENDERER_KEEP_ALIVE_MS + 1_000;
+  const closeServer = gracefulClose(server);
   let started = false;
   // Draining from the moment stop() begins: the operator stops counting this renderer's slots.
   const state = (): RendererStateReport => {
@@ -180,7 +171,10 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
     registries: [registry],
     ready: () => pool.selfTestPassed(),
     routes: { [STATE_PATH]: (_req, res) => writeBody(res, 200, state()) },
+    // The preStop drain: kept-alive connections from the edge leave before SIGTERM.
+    onDrain: () => closeServer.leave(),
   }));
+  const closeAdmin = gracefulClose(admin);
 
   const bound = (s: http.Server): AddressInfo => {
     const a = s.address();
@@ -199,11 +193,11 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
       started = false;
       // In-flight renders finish inside the render budget; past it their connections are cut,
       // which aborts them (settled as client-closed).
-      await close(server, config.renderTimeoutMs);
+      await closeServer(config.renderTimeoutMs);
       const drainBy = Date.now() + STOP_SETTLE_MS;
       while (accepted > 0 && Date.now() < drainBy) await new Promise((r) => setTimeout(r, 20));
       await Promise.allSettled([...pendingSettles]);
-      await close(admin, 1_000);
+      await closeAdmin(1_000);
     },
     healthy: () => started && server.listening,
     address: () => bound(server),

@@ -8,7 +8,7 @@
  * listens: its only way out. The edge has a link to the host too, where the test's client is.
  * No iptables: what is not routed cannot be reached.
  */
-import { execFileSync } from 'node:child_process';
+import { addNamespace, addSwitch, ip, plugIntoSwitch } from '../lib/netns.ts';
 
 /** Who may reach whom, by member name. Replies need a route back, so links are two-way. */
 const LINKS: Array<[string, string]> = [
@@ -32,10 +32,6 @@ export interface ApartNet {
   /** Removes every namespace and link made. */
   destroy(): void;
 }
-
-const ip = (...args: string[]): void => {
-  execFileSync('ip', args, { stdio: ['ignore', 'ignore', 'pipe'] });
-};
 
 /** A point-to-point link between the host and namespace `ns`: host side `.1`, namespace side `.2`. */
 function hostLink(ns: string, hostIf: string, net: string): void {
@@ -65,23 +61,12 @@ export function createApartNet(id: number): ApartNet {
     }
   };
   try {
-    for (const n of [sw, ...Object.keys(HOST_BYTE).map(ns)]) {
-      try { ip('netns', 'del', n); } catch { /* not left over */ }
-      ip('netns', 'add', n);
-      made.push(n);
-      ip('-n', n, 'link', 'set', 'lo', 'up');
-    }
-    ip('-n', sw, 'link', 'add', 'br0', 'type', 'bridge');
-    ip('-n', sw, 'link', 'set', 'br0', 'up');
+    made.push(sw);
+    addSwitch(sw);
     for (const m of Object.keys(HOST_BYTE)) {
-      const a = `${tag}${m}a`;
-      const b = `${tag}${m}b`;
-      ip('link', 'add', a, 'type', 'veth', 'peer', 'name', b);
-      ip('link', 'set', a, 'netns', ns(m));
-      ip('-n', ns(m), 'link', 'set', a, 'name', 'eth0');
-      ip('link', 'set', b, 'netns', sw);
-      ip('-n', sw, 'link', 'set', b, 'master', 'br0');
-      ip('-n', sw, 'link', 'set', b, 'up');
+      made.push(ns(m));
+      addNamespace(ns(m));
+      plugIntoSwitch(ns(m), sw, `${tag}${m}a`, `${tag}${m}b`);
       ip('-n', ns(m), 'addr', 'add', `${addr(m)}/32`, 'dev', 'eth0');
       ip('-n', ns(m), 'link', 'set', 'eth0', 'up');
     }

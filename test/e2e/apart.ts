@@ -128,6 +128,10 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
   const plansFile = path.join(dir, 'plans.json');
   writeFileSync(plansFile, JSON.stringify({ plans: o.plans }));
   const db = new pg.Pool({ connectionString: hostDbUrl, max: 2 });
+  // The pool's end() resolves once its clients are told to end, not once they have: one still
+  // closing when stop() drops the database hears the server end its session (57P01), which an
+  // idle client reports as the pool's error, thrown where nothing listens. Nothing is lost there.
+  db.on('error', () => {});
   const keysEnv = { DATABASE_URL: hostDbUrl, TINTYPE_PLANS: plansFile };
 
   // The cache: Redis on the host, behind a unix socket the cache's namespace relays to.

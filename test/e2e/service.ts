@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+import Database, { type SqliteDatabase } from '../../policy/store/sqlite-driver.ts';
 import { send, type Answer, type SendOptions } from '../envoy/client.ts';
 import { checkAnswer } from './openapi-check.ts';
 
@@ -146,8 +146,8 @@ export async function startService(o: ServiceOptions = {}): Promise<Service> {
     child.stderr!.on('data', (c: Buffer) => (err += c.toString('utf8')));
     void exited.then((code) => reject(new Error(`tintype start exited (${code}) before listening:\n${err.slice(-2000)}`)));
   });
-  let db: Database.Database | undefined;
-  const open = (): Database.Database => (db ??= new Database(path.join(dataDir!, 'policy.sqlite'), { readonly: true, fileMustExist: true }));
+  let db: SqliteDatabase | undefined;
+  const open = (): SqliteDatabase => (db ??= new Database(path.join(dataDir!, 'policy.sqlite'), { readonly: true, fileMustExist: true }));
   const openDb = open;
   const openLeases = (keyId: string): number =>
     (openDb().prepare('SELECT count(*) AS n FROM leases WHERE key_id = ?').get(keyId) as { n: number }).n;

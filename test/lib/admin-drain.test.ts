@@ -47,3 +47,16 @@ t.test('a bad wait is refused and drains nothing', async (t) => {
   }
   t.equal((await get(admin.port(), READY_PATH)).status, 200);
 });
+
+t.test('the role is told once, when the first drain begins; a bad wait tells it nothing', async (t) => {
+  let told = 0;
+  const admin = createAdminServer({ registries: [], ready: () => true, onDrain: () => told++ });
+  await admin.start();
+  t.teardown(() => admin.stop());
+  t.equal((await get(admin.port(), `${DRAIN_PATH}?wait_s=soon`)).status, 400);
+  t.equal(told, 0, 'a refused drain is no drain');
+  await get(admin.port(), `${DRAIN_PATH}?wait_s=0`);
+  t.equal(told, 1);
+  await get(admin.port(), `${DRAIN_PATH}?wait_s=0`);
+  t.equal(told, 1, 'a second hook does not tell it again');
+});

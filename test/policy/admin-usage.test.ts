@@ -2,7 +2,8 @@
  * `tintype policy`'s admin listener as a process: probes and metrics answer every peer, the
  * usage report only a loopback peer (an operator on the host, `kubectl port-forward`) unless
  * TINTYPE_POLICY_USAGE_OPEN=true; and `tintype keys lease-keypair` makes the key pair policy
- * starts with.
+ * starts with. A preStop drain there tells kept-alive clients of the other listeners to leave
+ * (lib/graceful-close.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -52,4 +53,20 @@ t.test('GET /usage: loopback peers only, unless opened; probes and metrics for e
     t.equal(await getFrom(outside!, proc.adminPort, '/metrics'), 200, `open=${open}: so do metrics`);
     await proc.kill('SIGTERM');
   }
+});
+
+t.test("a preStop drain on the admin port: the edge's and the renderers' listeners serve on, each answer closing its connection", async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-admin-drain-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const proc = await startPolicyProcess({ TINTYPE_DATA_DIR: dir });
+  t.teardown(() => proc.kill('SIGTERM'));
+  const agent = new http.Agent({ keepAlive: true });
+  t.teardown(() => agent.destroy());
+  const live = async (port: number) => {
+    const r = await request(port, 'GET', '/healthz/live', {}, undefined, agent);
+    return { status: r.status, connection: r.headers.connection };
+  };
+  for (const port of [proc.port, proc.settlePort]) t.same(await live(port), { status: 200, connection: 'keep-alive' });
+  t.equal((await request(proc.adminPort, 'GET', '/healthz/drain?wait_s=0')).status, 200);
+  for (const port of [proc.port, proc.settlePort]) t.same(await live(port), { status: 200, connection: 'close' }, `port ${port}: served, and told to leave`);
 });

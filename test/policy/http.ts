@@ -1,4 +1,4 @@
-/** A plain HTTP client for the policy tests: status, headers as sent (raw) and body bytes. */
+/** A plain HTTP client for the tests of policy and of the roles' listeners: status, headers as sent (raw) and body bytes. */
 import http from 'node:http';
 
 export interface Reply {

@@ -12,6 +12,7 @@
  */
 import http from 'node:http';
 import { SETTLE_PATH } from '../../../lib/policy-contract.ts';
+import type { Answer } from './traffic.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -26,8 +27,6 @@ export interface PolicyPod {
 
 interface Host extends PolicyPod { healthy: boolean; fails: number; active: number }
 
-/** An answer, the pod that gave it, and when it came (ms). */
-export interface Answer { status: number; headers: http.IncomingHttpHeaders; body: string; host?: string; at?: number }
 
 /** Envoy's proto3 durations in ms ("5s", "0.25s"); Envoy's default DNS refresh is 5 s. */
 const ms = (d: string | undefined, fallback: number): number => d === undefined ? fallback : Math.round(parseFloat(d) * 1000);

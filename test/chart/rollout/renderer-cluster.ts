@@ -4,7 +4,8 @@
  * the caller's to place, at most `dns_refresh_rate` after an endpoints change), health checks on each
  * pod's admin port at the rendered interval, timeout and thresholds, new hosts only after their
  * first check, and removed hosts dropped while healthy. Refuses a bootstrap that lacks any of
- * these, so the run cannot pass on a cluster the chart no longer renders.
+ * these, so the run cannot pass on a cluster the chart no longer renders. A process standing for
+ * Envoy (wiring/edge.ts) asks for the refresh to run on its own, every `dns_refresh_rate`.
  */
 import { resolvedHosts, type HostAddress, type ResolvedHosts } from '../../../envoy/edge/hosts.ts';
 
@@ -20,7 +21,7 @@ export interface RendererCluster {
   authzTimeoutMs: number;
 }
 
-export function rendererCluster(bootstrap: any, resolve: () => readonly HostAddress[]): RendererCluster {
+export function rendererCluster(bootstrap: any, resolve: () => readonly HostAddress[] | Promise<readonly HostAddress[]>, o: { refreshing?: boolean } = {}): RendererCluster {
   const c = bootstrap.static_resources.clusters.find((x: any) => x.name === 'renderer');
   if (c.type !== 'STRICT_DNS') throw new Error(`the renderer cluster is ${c.type}, not STRICT_DNS`);
   if (c.ignore_health_on_host_removal !== true) throw new Error('the renderer cluster keeps removed hosts while healthy');
@@ -32,6 +33,7 @@ export function rendererCluster(bootstrap: any, resolve: () => readonly HostAddr
   const timing = { refreshMs: ms(c.dns_refresh_rate), intervalMs: ms(hc.interval), unhealthy: hc.unhealthy_threshold as number };
   const hosts = resolvedHosts({
     resolve,
+    ...(o.refreshing === true ? { refreshMs: timing.refreshMs } : {}),
     healthCheck: { intervalMs: timing.intervalMs, timeoutMs: ms(hc.timeout), unhealthyThreshold: timing.unhealthy, healthyThreshold: hc.healthy_threshold },
     ignoreNewHostsUntilFirstHc: c.common_lb_config.ignore_new_hosts_until_first_hc === true,
   });

@@ -5,9 +5,11 @@
  * ConfigMap volumes. From the bootstrap: the public listener's port and request timeouts, the
  * connection bound, the body limit (buffer filter), ext_authz (its cluster, timeout and path
  * prefix), the route timeout and the renderer cluster, the OpenAPI document's file, and the ops
- * listener's port. Clusters are STRICT_DNS: each Service name is resolved to every address it
- * has, and each host is health-checked on its `health_check_config` port at the bootstrap's
- * interval, as Envoy does. No TLS: the embedded edge speaks plain HTTP on the public port.
+ * listener's port. Clusters are STRICT_DNS: the renderer cluster's Service name is re-resolved
+ * to every address it has at the bootstrap's refresh rate, each host health-checked on its
+ * `health_check_config` port at the bootstrap's interval, as Envoy does, so the edge follows a
+ * rollout's pods; ext_authz goes to policy's name, resolved per connection. No TLS: the
+ * embedded edge speaks plain HTTP on the public port.
  *
  * Usage: edge.ts <projected volumes root> <the Envoy container's arguments…>
  * Prints `edge.ready` once it listens and every cluster has a healthy host.
@@ -22,6 +24,8 @@ import { createAdminServer } from '../../../lib/admin.ts';
 import { createLogger } from '../../../lib/log.ts';
 import { Registry } from '../../../lib/metrics.ts';
 import { EXT_AUTHZ_PREFIX } from '../../../lib/policy-contract.ts';
+import type { HostAddress } from '../../../envoy/edge/hosts.ts';
+import { rendererCluster } from '../rollout/renderer-cluster.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
@@ -54,22 +58,20 @@ const openapiRoute = routes.find((r) => r.direct_response?.status === 200 && r.d
 const maxConnections = boot.overload_manager.resource_monitors
   .find((m: any) => m.name === 'envoy.resource_monitors.global_downstream_max_connections').typed_config.max_active_downstream_connections;
 
-interface Host { url: string; health: string; healthy: boolean }
-
-/** Every address of a STRICT_DNS cluster's endpoints, with its health-check address. */
-async function hosts(name: string): Promise<{ hosts: Host[]; path: string; intervalMs: number; timeoutMs: number }> {
+/** Every address a STRICT_DNS cluster's endpoints resolve to now, each with its health check's URL. */
+async function resolveCluster(name: string): Promise<HostAddress[]> {
   const c = cluster(name);
   if (c.type !== 'STRICT_DNS') throw new Error(`${name}: ${c.type}: this stand-in resolves STRICT_DNS clusters only`);
-  const out: Host[] = [];
+  const path = c.health_checks[0].http_health_check.path;
+  const out: HostAddress[] = [];
   for (const e of c.load_assignment.endpoints.flatMap((x: any) => x.lb_endpoints)) {
     const sa = e.endpoint.address.socket_address;
     const hcPort = e.endpoint.health_check_config?.port_value ?? sa.port_value;
-    for (const a of await lookup(sa.address, { all: true, family: 4 })) {
-      out.push({ url: `http://${a.address}:${sa.port_value}`, health: `http://${a.address}:${hcPort}`, healthy: false });
+    for (const a of await lookup(sa.address, { all: true, family: 4 }).catch(() => [])) {
+      out.push({ url: `http://${a.address}:${sa.port_value}`, healthUrl: `http://${a.address}:${hcPort}${path}` });
     }
   }
-  const hc = c.health_checks[0];
-  return { hosts: out, path: hc.http_health_check.path, intervalMs: ms(hc.interval), timeoutMs: ms(hc.timeout) };
+  return out;
 }
 
 function check(url: string, timeoutMs: number): Promise<boolean> {
@@ -84,14 +86,19 @@ function check(url: string, timeoutMs: number): Promise<boolean> {
 }
 
 async function main(): Promise<void> {
-  const policyCluster = await hosts(authz.server_uri.cluster);
-  const rendererCluster = await hosts([...routeClusters][0]);
-  const policySocket = cluster(authz.server_uri.cluster).load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address;
+  const rendererName = [...routeClusters][0];
+  if (rendererName !== 'renderer') throw new Error(`routes go to ${rendererName}: this stand-in routes to the renderer cluster`);
+  // Envoy's renderer cluster: the name re-resolved at its refresh rate, hosts health-checked,
+  // a host gone from the answer dropped at once (test/chart/rollout/renderer-cluster.ts).
+  const renderers = rendererCluster(boot, () => resolveCluster(rendererName), { refreshing: true });
+  const policyName = authz.server_uri.cluster;
+  const policyCheck = cluster(policyName).health_checks[0];
+  const policySocket = cluster(policyName).load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address;
   const registry = new Registry();
   const edge = createEdge({
     // The name, resolved per connection as the Service's DNS gives it.
     policyUrl: `http://${policySocket.address}:${policySocket.port_value}`,
-    rendererUrls: rendererCluster.hosts.map((h) => h.url),
+    rendererUrls: renderers.hosts,
     host: listener('public').address.socket_address.address,
     port: listener('public').address.socket_address.port_value,
     openapi: readFileSync(inRoot(openapiRoute.direct_response.body.filename)),
@@ -102,11 +109,11 @@ async function main(): Promise<void> {
     upstreamMarginMs: 0,
     headersTimeoutMs: ms(pub.request_headers_timeout),
     bodyTimeoutMs: ms(pub.request_timeout),
+    idleTimeoutMs: ms(pub.common_http_protocol_options.idle_timeout),
     maxConnections,
     logger: createLogger('edge'),
     metrics: registry,
   });
-  const clusters = [policyCluster, rendererCluster];
   const admin = createAdminServer({
     host: listener('ops').address.socket_address.address,
     port: listener('ops').address.socket_address.port_value,
@@ -115,18 +122,15 @@ async function main(): Promise<void> {
   });
   await admin.start();
   await edge.start();
-  let announced = false;
-  const round = async (): Promise<void> => {
-    await Promise.all(clusters.flatMap((c) => c.hosts.map(async (h) => { h.healthy = await check(`${h.health}${c.path}`, c.timeoutMs); })));
-    if (!announced && clusters.every((c) => c.hosts.some((h) => h.healthy))) {
-      announced = true;
-      process.stdout.write('edge.ready\n');
-    }
+  // Ready once a host of each cluster passed its health check (policy's checked here, as only
+  // this announcement needs them: its checks go to the name, resolved per connection).
+  const round = async (): Promise<boolean> => {
+    const policy = await Promise.all((await resolveCluster(policyName)).map((h) => check(h.healthUrl!, ms(policyCheck.timeout))));
+    return policy.some(Boolean) && renderers.hosts.snapshot().some((h) => h.eligible);
   };
-  void round();
-  const timer = setInterval(() => void round(), Math.min(...clusters.map((c) => c.intervalMs)));
+  while (!(await round())) await new Promise((r) => setTimeout(r, Math.min(ms(policyCheck.interval), renderers.timing.intervalMs)));
+  process.stdout.write('edge.ready\n');
   const stop = async (): Promise<void> => {
-    clearInterval(timer);
     await edge.stop();
     await admin.stop();
     process.exit(0);

@@ -1,7 +1,8 @@
 /**
  * createRendererRole (renderer/role.ts) with the options `tintype start` embeds it with:
  * it listens on the host it is given (loopback, so only the edge may reach it), starts its own guard on a private socket even when GUARD_URL
- * names one, and settles to TINTYPE_POLICY_URL over kept-alive HTTP, retrying a failed attempt.
+ * names one, and settles to TINTYPE_POLICY_URL over kept-alive HTTP, retrying a failed attempt. A preStop drain on
+ * its admin port tells kept-alive clients to leave (lib/graceful-close.ts).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -12,7 +13,9 @@ import t from 'tap';
 import { createRendererRole } from '../../../renderer/role.ts';
 import { loadConfig } from '../../../lib/config.ts';
 import { createLogger } from '../../../lib/log.ts';
-import { CLAIM_PATH, SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
+import { CLAIM_PATH, LEASE_HEADER, SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
+import { DRAIN_PATH } from '../../../lib/admin.ts';
+import { request } from '../../policy/http.ts';
 import { TEST_LEASE_ENV } from '../../lib/leases.ts';
 import { SITE_HOST, newLease, pngSize, post, startSite, until } from './harness.ts';
 import { CACHE_HEADER } from '../../../renderer/server/answer-headers.ts';
@@ -86,6 +89,18 @@ t.test('renders through its own guard and settles to policy, retrying a failed a
   await until(() => settles.length === 2, 'the second settle', 10_000);
   t.same(settles[1], { lease: second, status: 200, cache: 'hit' });
   t.equal(connections, 1, 'the settles shared one kept-alive connection');
+});
+
+t.test('a preStop drain on the admin port: the public port serves on, each answer closing its connection', async (t) => {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+  const ping = async () => {
+    const r = await request(role.server.address().port, 'GET', '/v1/ping', { [LEASE_HEADER]: newLease('ping') }, undefined, agent);
+    return { status: r.status, connection: r.headers.connection };
+  };
+  t.same(await ping(), { status: 200, connection: 'keep-alive' });
+  t.equal((await request(role.server.adminAddress().port, 'GET', `${DRAIN_PATH}?wait_s=0`)).status, 200);
+  t.same(await ping(), { status: 200, connection: 'close' }, 'served, and the edge is told to take its connection elsewhere');
 });
 
 t.test('stop() stops every part', async (t) => {
