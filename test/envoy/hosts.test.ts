@@ -3,7 +3,8 @@
  * (envoy/edge/hosts.ts; charts/tintype/files/envoy.yaml): a host gone from the answer is dropped
  * while healthy (ignore_health_on_host_removal), a new one waits for its first passing check
  * (ignore_new_hosts_until_first_hc), one failing its check `unhealthy_threshold` times takes no new
- * request (panic threshold 0: none at all rather than an unhealthy one), and a retry avoids the host tried.
+ * request (panic threshold 0: none at all rather than an unhealthy one), a retry avoids the host tried,
+ * and hosts as busy as each other are taken at random, not in the answer's order.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -74,4 +75,19 @@ t.test('least request first, and a retry goes to a host not tried', async (t) =>
   second.active = 5;
   t.equal(hosts.pick(new Set([first.key]))?.key, second.key, 'a retry avoids the host tried, though it is less busy');
   t.equal(hosts.pick(new Set([first.key, second.key]))?.key, first.key, 'all tried: the least busy (previous_hosts gives way)');
+});
+
+t.test('hosts equally busy are taken at random, not the first in the answer every time', async (t) => {
+  const answer: HostAddress[] = [{ url: 'http://10.0.0.1:8082' }, { url: 'http://10.0.0.2:8082' }, { url: 'http://10.0.0.3:8082' }];
+  const hosts = resolvedHosts({ resolve: () => answer });
+  t.teardown(() => hosts.close());
+  await hosts.start();
+  const taken = new Map<string, number>();
+  for (let i = 0; i < 300; i++) {
+    const h = hosts.pick(new Set())!;
+    taken.set(h.key, (taken.get(h.key) ?? 0) + 1);
+  }
+  // Each has a third: the chance that one of them gets fewer than 50 of 300 is below 1e-9.
+  t.same([...taken.keys()].sort(), answer.map((a) => a.url), 'every idle host was taken');
+  t.ok([...taken.values()].every((n) => n >= 50), `spread: ${[...taken.values()].join(', ')}`);
 });
