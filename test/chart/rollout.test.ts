@@ -25,6 +25,7 @@ import { parse } from 'yaml';
 import { ROOT, named, render, type K8sObject } from '../helm.ts';
 import { runTintype, startPolicyProcess, type PolicyProcess } from '../policy/process.ts';
 import { spawnTintype } from '../tintype.ts';
+import { listenBesideService } from '../lib/listen-beside.ts';
 import { imageConfig, tintypeImage } from './tintype-image.ts';
 import { podPlans } from './wiring/pods.ts';
 import { runMigrationJob } from './wiring/migrate.ts';
@@ -220,9 +221,8 @@ t.test('the guard restarts under steady tunnel traffic: every tunnel carries its
   const hook = plan.container.lifecycle.preStop.httpGet;
   const env = { ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_DATA_DIR: path.join(dir, 'guard') };
   const site = net.createServer((c) => c.pipe(c));
-  await new Promise<void>((r) => site.listen(0, '127.0.0.5', r));
+  const sitePort = await listenBesideService(site, '127.0.0.5');
   t.teardown(() => site.close());
-  const sitePort = (site.address() as net.AddressInfo).port;
 
   const startGuard = (): Promise<{ proc: ReturnType<typeof spawnTintype>; port: number; adminPort: number }> => new Promise((resolve, reject) => {
     let port = 0;

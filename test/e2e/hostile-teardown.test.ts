@@ -6,10 +6,10 @@
  * The only pages rendered are on 127.0.0.2.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { cleanup, json, jsonWith, startService } from './service.ts';
 import { SITE_ADDRESS } from './site.ts';
+import { listenBesideService } from '../lib/listen-beside.ts';
 
 const HAMMER_RENDERS = 12;
 const AT_ONCE = 2;
@@ -34,8 +34,8 @@ const site = http.createServer((req, res) => {
   else if (req.url?.startsWith('/reset')) req.socket.resetAndDestroy();
   else res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><h1>ordinary</h1>');
 });
-await new Promise<void>((r) => site.listen(0, SITE_ADDRESS, r));
-const origin = `http://${SITE_ADDRESS}:${(site.address() as AddressInfo).port}`;
+const sitePort = await listenBesideService(site, SITE_ADDRESS);
+const origin = `http://${SITE_ADDRESS}:${sitePort}`;
 t.teardown(() => new Promise<void>((r) => (site.closeAllConnections(), site.close(() => r()))));
 t.teardown(cleanup);
 

@@ -8,11 +8,11 @@
  * listener but the public port is bound to 127.0.0.1 only.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { startDnsServer } from '../guard/dns-server.ts';
 import { cleanup, json, jsonWith, startService } from './service.ts';
 import { SITE_ADDRESS } from './site.ts';
+import { listenBesideService } from '../lib/listen-beside.ts';
 import { BLOCKED_HEADER } from '../../renderer/server/answer-headers.ts';
 
 const SELF_NAME = 'opened-alias.test';
@@ -35,8 +35,8 @@ const site = http.createServer((req, res) => {
     res.writeHead(404).end();
   }
 });
-await new Promise<void>((r) => site.listen(0, SITE_ADDRESS, r));
-const siteOrigin = `http://${SITE_ADDRESS}:${(site.address() as AddressInfo).port}`;
+const sitePort = await listenBesideService(site, SITE_ADDRESS);
+const siteOrigin = `http://${SITE_ADDRESS}:${sitePort}`;
 t.teardown(() => new Promise<void>((r) => (site.closeAllConnections(), site.close(() => r()))));
 
 const svc = await startService({

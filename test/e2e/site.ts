@@ -6,7 +6,7 @@
  */
 import dgram from 'node:dgram';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { listenBesideService } from '../lib/listen-beside.ts';
 
 export const SITE_ADDRESS = '127.0.0.2';
 
@@ -66,8 +66,7 @@ export async function startSite(address = SITE_ADDRESS): Promise<Site> {
       res.writeHead(404).end();
     }
   });
-  await new Promise<void>((resolve) => server.listen(0, address, resolve));
-  const port = (server.address() as AddressInfo).port;
+  const port = await listenBesideService(server, address);
   return {
     base: `http://${address}:${port}`,
     seen,

@@ -6,6 +6,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import puppeteer, { type Browser, type BrowserContext } from 'puppeteer-core';
+import { listenBesideService } from '../lib/listen-beside.ts';
 
 /** A TCP listener on a refused address; `accepted` must stay zero. */
 export interface Canary {
@@ -27,7 +28,8 @@ export async function startCanary(host: string, port = 0): Promise<Canary> {
     // Answer like a web server would, so a leak would also be visible to the page.
     s.end('HTTP/1.1 200 OK\r\ncontent-length: 6\r\nconnection: close\r\n\r\nCANARY');
   });
-  await new Promise<void>((resolve) => server.listen(port, host, resolve));
+  if (port === 0) await listenBesideService(server, host);
+  else await new Promise<void>((resolve) => server.listen(port, host, resolve));
   return {
     host,
     port: (server.address() as net.AddressInfo).port,
@@ -51,10 +53,9 @@ export function touch(host: string, port: number): Promise<void> {
   });
 }
 
-/** Listens an http.Server on host, port 0; answers its port. */
-export async function listenOn(server: http.Server | net.Server, host: string): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  return (server.address() as net.AddressInfo).port;
+/** Listens an http.Server on host, at a port no guard under test listens on (listen-beside.ts); answers its port. */
+export function listenOn(server: http.Server | net.Server, host: string): Promise<number> {
+  return listenBesideService(server, host);
 }
 
 export function closeServer(server: http.Server | net.Server): Promise<void> {

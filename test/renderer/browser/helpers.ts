@@ -14,6 +14,7 @@ import { createGuard, DnsFailure, type Guard } from '../../../guard/index.ts';
 import { createBrowserPool, type BrowserPool, type BrowserPoolOptions, type GuardEndpoint, type RenderContext } from '../../../renderer/browser/index.ts';
 import { processTree } from '../../../renderer/browser/process-tree.ts';
 import { launcherReport } from '../../../renderer/browser/socket-transport.ts';
+import { listenBesideService } from '../../lib/listen-beside.ts';
 
 /** The tap test object, as far as these helpers use it. */
 export interface Teardowns {
@@ -95,7 +96,7 @@ export async function startSite(t: Teardowns, routes: Record<string, Route>): Pr
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
-  await new Promise<void>((r) => server.listen(0, SITE_HOST, r));
+  await listenBesideService(server, SITE_HOST);
   t.teardown(
     () =>
       new Promise<void>((r) => {

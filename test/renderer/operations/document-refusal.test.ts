@@ -10,7 +10,6 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -18,6 +17,7 @@ import { RenderTallies } from '../../../guard/tally.ts';
 import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER, REFUSALS_KEPT, refusedRequestName, type RenderTally } from '../../../lib/guard-contract.ts';
 import { TUNNEL_FAILED, documentRefusal } from '../../../renderer/operations/document-refusal.ts';
 import { SITE_HOST, post, startHarness, startSite, type Harness } from '../server/harness.ts';
+import { listenBesideService } from '../../lib/listen-beside.ts';
 import { BLOCKED_HEADER } from '../../../renderer/server/answer-headers.ts';
 
 /** The guard's record after it refused `requests` (method, target as on the request line) for one render. */
@@ -99,8 +99,7 @@ const tls = http2.createSecureServer(
     res.writeHead(404).end();
   },
 );
-await new Promise<void>((resolve) => tls.listen(0, SITE_HOST, resolve));
-const tlsOrigin = `https://${SITE_HOST}:${(tls.address() as AddressInfo).port}`;
+const tlsOrigin = `https://${SITE_HOST}:${await listenBesideService(tls, SITE_HOST)}`;
 const site = await startSite((req, res) => {
   if (req.url === '/posing') {
     res.writeHead(403, { 'content-type': 'text/html', [GUARD_REASON_HEADER]: 'private_address' });

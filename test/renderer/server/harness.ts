@@ -5,7 +5,6 @@
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig, type Config } from '../../../lib/config.ts';
@@ -13,6 +12,7 @@ import { createLogger, type Logger } from '../../../lib/log.ts';
 import { Registry } from '../../../lib/metrics.ts';
 import { LEASE_HEADER, operationFor, type Operation, type SettleRequest, type Settler } from '../../../lib/policy-contract.ts';
 import { TEST_LEASE_ENV, signedLease } from '../../lib/leases.ts';
+import { listenBesideService } from '../../lib/listen-beside.ts';
 import { createGuard, judgeUrl, type Guard } from '../../../guard/index.ts';
 import { createBrowserPool, type BrowserPool } from '../../../renderer/browser/index.ts';
 import { FileCache, type RenderCache } from '../../../renderer/cache/index.ts';
@@ -37,8 +37,7 @@ export async function startSite(handler: http.RequestListener): Promise<Site> {
     hits.set(p, (hits.get(p) ?? 0) + 1);
     handler(req, res);
   });
-  await new Promise<void>((resolve) => server.listen(0, SITE_HOST, resolve));
-  const { port } = server.address() as AddressInfo;
+  const port = await listenBesideService(server, SITE_HOST);
   return {
     origin: `http://${SITE_HOST}:${port}`,
     hits,
