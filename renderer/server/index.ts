@@ -86,8 +86,6 @@ export interface RendererServer extends Lifecycle {
   ports(): number[];
 }
 
-
-
 export function createRendererServer(options: RendererServerOptions): RendererServer {
   const { config, logger, registry, cache, settler } = options;
   const now = options.now ?? Date.now;
