@@ -21,6 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startDnsServer } from '../test/guard/dns-server.ts';
+import { listenBesideService } from '../test/lib/listen-beside.ts';
 import { percentile, printMachine, round2 } from './machine.ts';
 
 const TARGET_HOST = '127.0.0.5';
@@ -33,6 +34,20 @@ if (process.argv.includes('--serve-dns')) {
   await new Promise(() => {});
 }
 
+// Run as `guard.ts --serve-target`, it is the target: a plain keep-alive HTTP server answering a
+// small body, at a port the guard's own cannot share (test/lib/listen-beside.ts).
+if (process.argv.includes('--serve-target')) {
+  const body = Buffer.alloc(1024, 'x');
+  const server = http.createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': body.length });
+    res.end(body);
+  });
+  server.keepAliveTimeout = 60_000;
+  process.stdout.write(`${await listenBesideService(server, TARGET_HOST)}\n`);
+  await new Promise(() => {});
+}
+
 const { values: opts } = parseArgs({
   args: process.argv.slice(3),
   options: { seconds: { type: 'string', default: '5' }, connections: { type: 'string', default: '16' } },
@@ -41,35 +56,12 @@ const SECONDS = Number(opts.seconds);
 const CONNECTIONS = Number(opts.connections);
 const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/tintype');
 
-/** A plain keep-alive HTTP server answering a small body, in its own process; resolves its port. */
-const TARGET_SOURCE = `
-const http = require('node:http');
-const body = Buffer.alloc(1024, 'x');
-const server = http.createServer((req, res) => {
-  req.resume();
-  res.writeHead(200, { 'content-type': 'text/plain', 'content-length': body.length });
-  res.end(body);
-});
-server.keepAliveTimeout = 60000;
-server.listen(0, '${TARGET_HOST}', () => process.stdout.write(server.address().port + '\\n'));
-`;
-
-function startTarget(): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ['-e', TARGET_SOURCE], { stdio: ['ignore', 'pipe', 'inherit'] });
+/** This file run as `flag` says (the target or the DNS server), in its own process; resolves the line it prints first. */
+function serveChild(flag: '--serve-target' | '--serve-dns'): Promise<{ child: ChildProcess; line: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), flag], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
-    child.stdout!.once('data', (c: Buffer) => resolve({ child, port: Number(c.toString().trim()) }));
-    child.once('exit', (code) => reject(new Error(`target exited ${code}`)));
-  });
-}
-
-/** This file as the loopback DNS server, in its own process; resolves its `ip:port`. */
-function startDnsChild(): Promise<{ child: ChildProcess; server: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve-dns'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    child.stdout!.once('data', (c: Buffer) => resolve({ child, server: c.toString().trim() }));
-    child.once('exit', (code) => reject(new Error(`DNS server exited ${code}`)));
+    child.stdout!.once('data', (c: Buffer) => resolve({ child, line: c.toString().trim() }));
+    child.once('exit', (code) => reject(new Error(`${flag} exited ${code}`)));
   });
 }
 
@@ -162,8 +154,10 @@ async function measure(way: Way): Promise<Figures> {
 printMachine();
 console.log(`guard bench: ${SECONDS} s per phase after 1 s warm-up; 1 KiB answers from a loopback server in its own process`);
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-guard-'));
-const dns = await startDnsChild();
-const target = await startTarget();
+const served = await serveChild('--serve-dns');
+const dns = { child: served.child, server: served.line };
+const aimed = await serveChild('--serve-target');
+const target = { child: aimed.child, port: Number(aimed.line) };
 const guard = await startGuard(
   { PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_ALLOW_CIDRS: `${TARGET_HOST}/32`, GUARD_DNS_SERVERS: dns.server },
   dir,
