@@ -13,12 +13,18 @@ export const SITE_ADDRESS = '127.0.0.2';
 /** A 1x1 PNG. */
 const PIXEL = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
 
+/** How long a test waits for a held image's request: far above a render's start, far below tap's timeout. */
+const ARRIVAL_BOUND_MS = 60_000;
+
 export interface Site {
   /** `http://127.0.0.2:<port>` */
   base: string;
   /** Paths requested so far. */
   seen: string[];
-  /** Resolves when `/hold/<id>.png` has been requested (the render holding it is in flight). */
+  /**
+   * Resolves when `/hold/<id>.png` has been requested (the render holding it is in flight);
+   * rejects, naming it, if that has not happened within ARRIVAL_BOUND_MS.
+   */
   arrived(id: string): Promise<void>;
   /** Answers a held `/hold/<id>.png`. */
   release(id: string): void;
@@ -70,7 +76,17 @@ export async function startSite(address = SITE_ADDRESS): Promise<Site> {
   return {
     base: `http://${address}:${port}`,
     seen,
-    arrived: (id) => (arrivedSet.has(id) ? Promise.resolve() : new Promise((resolve) => waiting.set(id, resolve))),
+    arrived: (id) =>
+      arrivedSet.has(id)
+        ? Promise.resolve()
+        : new Promise((resolve, reject) => {
+            const late = setTimeout(() => reject(new Error(`/hold/${id}.png was not requested within ${ARRIVAL_BOUND_MS} ms: its render answered without it, or never began`)), ARRIVAL_BOUND_MS);
+            late.unref();
+            waiting.set(id, () => {
+              clearTimeout(late);
+              resolve();
+            });
+          }),
     release(id) {
       released.add(id);
       held.get(id)?.();
