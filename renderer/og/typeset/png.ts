@@ -81,19 +81,23 @@ let rowBytes = new Uint8Array(0);
 // Of the row last packed: its byte sum and its sum weighted by position (filter byte first).
 let rowSum = 0;
 let rowWeighted = 0;
+// Of the row being packed, per pixel k with s = r + g + b: `sumTotal` sums s, `sumRun` the running
+// total (Σ (width - k) s), `sumInner` g + 2b (the channels' places within their pixel).
+let sumTotal = 0;
+let sumRun = 0;
+let sumInner = 0;
 
 /**
  * Packs row `y` of RGBA pixels as RGB into `out` at `at` (after its filter byte), four pixels
  * (four words) into three words at a time: a row of 1200 pixels is 900 words written, not 3600
  * bytes. Sums its bytes on the way for Adler-32 (`rowSum`, `rowWeighted`).
  */
-function packRow(pixels: Uint32Array, width: number, y: number, out: Buffer, at: number): void {
+function packRow(rgba: Uint8Array, pixels: Uint32Array, width: number, y: number, out: Buffer, at: number): void {
   const words = rowWords;
   const whole = width & ~3;
   let o = 0;
   let i = y * width;
-  // Per pixel k: s = r + g + b; `total` sums s, `run` sums the running total (Σ (width - k) s),
-  // `inner` sums g + 2b (the channels' places within their pixel).
+  // The row's running sums (sumTotal, sumRun, sumInner above), kept in locals in this loop.
   let total = 0;
   let run = 0;
   let inner = 0;
@@ -118,25 +122,29 @@ function packRow(pixels: Uint32Array, width: number, y: number, out: Buffer, at:
     inner += ga + gb + gc + gd + 2 * (ba + bb + bc + bd);
   }
   out.set(rowBytes, at);
-  for (let x = whole, p = at + whole * 3; x < width; x++, i++, p += 3) {
-    const v = pixels[i]!;
-    const r = v & 0xff, g = (v >>> 8) & 0xff, b = (v >>> 16) & 0xff;
-    out[p] = r;
-    out[p + 1] = g;
-    out[p + 2] = b;
-    total += r + g + b;
-    run += total;
-    inner += g + 2 * b;
-  }
-  rowSums(width, total, run, inner);
+  sumTotal = total;
+  sumRun = run;
+  sumInner = inner;
+  // The last width % 4 pixels, a byte at a time.
+  packPixelBytes(rgba, i * 4, width - whole, out, at + whole * 3);
+  rowSums(width);
 }
 
 /** Packs a row a byte at a time (pixels not on a word boundary, or a big-endian machine). */
 function packRowBytes(rgba: Uint8Array, width: number, y: number, out: Buffer, at: number): void {
-  let total = 0;
-  let run = 0;
-  let inner = 0;
-  for (let x = 0, i = y * width * 4, p = at; x < width; x++, i += 4, p += 3) {
+  sumTotal = 0;
+  sumRun = 0;
+  sumInner = 0;
+  packPixelBytes(rgba, y * width * 4, width, out, at);
+  rowSums(width);
+}
+
+/** Packs `count` RGBA pixels from byte `i` as RGB into `out` at `p`, carrying the row's running sums on. */
+function packPixelBytes(rgba: Uint8Array, i: number, count: number, out: Buffer, p: number): void {
+  let total = sumTotal;
+  let run = sumRun;
+  let inner = sumInner;
+  for (let x = 0; x < count; x++, i += 4, p += 3) {
     const r = rgba[i]!, g = rgba[i + 1]!, b = rgba[i + 2]!;
     out[p] = r;
     out[p + 1] = g;
@@ -145,16 +153,18 @@ function packRowBytes(rgba: Uint8Array, width: number, y: number, out: Buffer, a
     run += total;
     inner += g + 2 * b;
   }
-  rowSums(width, total, run, inner);
+  sumTotal = total;
+  sumRun = run;
+  sumInner = inner;
 }
 
 // A row is n = 3 * width + 1 bytes, the filter byte (0) first and pixel k's channel c at
 // 1 + 3k + c. Its weighted sum Σ (n - j) x_j is n·total - Σ j x_j, and Σ j x_j over the pixels
 // is Σ (1 + 3k) s_k + inner = total + 3 (width·total - run) + inner.
-function rowSums(width: number, total: number, run: number, inner: number): void {
+function rowSums(width: number): void {
   const n = 3 * width + 1;
-  rowSum = total;
-  rowWeighted = n * total - (total + 3 * (width * total - run) + inner);
+  rowSum = sumTotal;
+  rowWeighted = n * sumTotal - (sumTotal + 3 * (width * sumTotal - sumRun) + sumInner);
 }
 
 /** Raw deflate bytes of whole rows ending on a byte boundary, and their Adler-32 sums. */
@@ -179,7 +189,7 @@ function deflateRows(rgba: Uint8Array, width: number, y0: number, y1: number, le
   for (let y = y0; y < y1; y++) {
     const at = (y - y0) * stride;
     rows[at] = 0; // filter type None
-    if (pixels !== undefined) packRow(pixels, width, y, rows, at + 1);
+    if (pixels !== undefined) packRow(rgba, pixels, width, y, rows, at + 1);
     else packRowBytes(rgba, width, y, rows, at + 1);
     sums.append(stride, rowSum, rowWeighted);
   }
