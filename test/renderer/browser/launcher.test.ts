@@ -73,6 +73,14 @@ async function connect(socketPath: string) {
 
 const SWITCHES = browserSwitches('127.0.0.1:9');
 
+/** A connection that has asked for a Chromium with SWITCHES and been told its pid. */
+async function launched(socketPath: string) {
+  const c = await connect(socketPath);
+  c.send({ args: SWITCHES });
+  const pid = (await c.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  return { c, pid };
+}
+
 t.test('the switches it accepts: the walls and puppeteer defaults, nothing that opens another way in', async (t) => {
   t.equal(refusedSwitch(SWITCHES), undefined, "the renderer's own request is accepted whole");
   const refused: Array<[string, string[]]> = [
@@ -125,9 +133,7 @@ t.test('one Chromium per connection, CDP unchanged, its memory reported, none of
 
 t.test('a Chromium that ends closes its connection; the launcher serves on', async (t) => {
   const l = await startLauncher(t);
-  const c = await connect(l.socket);
-  c.send({ args: SWITCHES });
-  const pid = (await c.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  const { c, pid } = await launched(l.socket);
   c.send({ id: 7, method: 'Browser.close' });
   await until(() => c.closed());
   t.pass('the connection closed');
@@ -166,15 +172,11 @@ t.test('refused: a switch not accepted, a request that is not one, a connection 
 
 t.test('on SIGTERM (the pod deleted) it serves on until the renderer lets go, then stops: its socket removed', async (t) => {
   const l = await startLauncher(t);
-  const c = await connect(l.socket);
-  c.send({ args: SWITCHES });
-  const pid = (await c.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  const { c, pid } = await launched(l.socket);
   l.child.kill('SIGTERM');
   await until(() => l.out().includes('"launcher.stopping"'));
   // The renderer, still draining, recycles its browser: the new one starts beside the old.
-  const d = await connect(l.socket);
-  d.send({ args: SWITCHES });
-  const next = (await d.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  const { c: d, pid: next } = await launched(l.socket);
   c.socket.destroy();
   await until(() => !alive(pid));
   t.ok(alive(next) && l.child.exitCode === null, 'a browser still held: it serves on');
@@ -183,9 +185,7 @@ t.test('on SIGTERM (the pod deleted) it serves on until the renderer lets go, th
   await until(() => !alive(next));
   await new Promise((r) => setTimeout(r, 300));
   t.equal(l.child.exitCode, null, 'no connection for a moment: it serves on');
-  const e = await connect(l.socket);
-  e.send({ args: SWITCHES });
-  const replacement = (await e.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  const { c: e, pid: replacement } = await launched(l.socket);
   t.ok(alive(replacement), 'the replacement is served');
   // The renderer exits: its last connection ends and none follows.
   e.socket.destroy();
@@ -197,9 +197,7 @@ t.test('on SIGTERM (the pod deleted) it serves on until the renderer lets go, th
 
 t.test('on SIGINT it stops at once: every Chromium killed', async (t) => {
   const l = await startLauncher(t);
-  const c = await connect(l.socket);
-  c.send({ args: SWITCHES });
-  const pid = (await c.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  const { pid } = await launched(l.socket);
   l.child.kill('SIGINT');
   await until(() => l.child.exitCode !== null);
   t.equal(l.child.exitCode, 0);
@@ -217,9 +215,7 @@ t.test("a renderer's own launcher (TINTYPE_BROWSER_STOP_WITH_STDIN) stops when i
   child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
   t.teardown(() => child.kill('SIGKILL'));
   await until(() => out.includes('"launcher.listening"'));
-  const c = await connect(path.join(dir, 'cdp.sock'));
-  c.send({ args: SWITCHES });
-  const pid = (await c.next({ method: 'Tintype.launched' }))!['params']['pid'] as number;
+  const { pid } = await launched(path.join(dir, 'cdp.sock'));
   child.stdin!.destroy();
   await until(() => child.exitCode !== null);
   t.equal(child.exitCode, 0, 'it stopped');
