@@ -19,6 +19,7 @@
 import { endianness } from 'node:os';
 import * as zlib from 'node:zlib';
 import { deflateRawSync, inflateSync } from 'node:zlib';
+import { nextRun } from './row-runs.ts';
 
 const LITTLE_ENDIAN = endianness() === 'LE';
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -248,7 +249,7 @@ export function encodePng(rgba: Uint8Array, width: number, height: number, optio
   };
   const same = ground !== undefined && ground.length === rgba.length ? sameRows(rgba, ground, width, height, drawnRows) : undefined;
   for (let y = 0; y < height; ) {
-    const [g0, g1] = same === undefined ? [height, height] : groundRun(same, y);
+    const [g0, g1] = same === undefined ? [height, height] : nextRun(same, y, MIN_GROUND_ROWS);
     if (g0 > y) add(deflateRows(rgba, width, y, g0, level));
     if (g1 > g0) add(groundPiece(ground!, width, g0, g1, level));
     y = g1;
@@ -279,22 +280,6 @@ export function encodePng(rgba: Uint8Array, width: number, height: number, optio
   chunkHeader(png, at, 'IEND', 0);
   chunkCrc(png, at);
   return png;
-}
-
-/** The first run of at least MIN_GROUND_ROWS rows equal to the ground from `from`, or [height, height]. */
-function groundRun(same: Uint8Array, from: number): [number, number] {
-  const height = same.length;
-  for (let y = from; y < height; ) {
-    if (same[y] === 0) {
-      y++;
-      continue;
-    }
-    let end = y;
-    while (end < height && same[end] === 1) end++;
-    if (end - y >= MIN_GROUND_ROWS) return [y, end];
-    y = end;
-  }
-  return [height, height];
 }
 
 /** 1 for each row of `rgba` equal to the same row of `ground` (rows not drawn on are, unread). */

@@ -6,6 +6,7 @@
 import * as PImage from 'pureimage';
 import type { Mask } from './raster.ts';
 import type { RgbaImage } from './png.ts';
+import { nextRun } from './row-runs.ts';
 
 export interface Rect {
   x0: number;
@@ -53,16 +54,8 @@ export class Surface {
       this.ground = ground;
     } else {
       const row = this.width * 4;
-      const drawn = this.drawnRows;
-      for (let y = 0; y < this.height; ) {
-        if (drawn[y] === 0) {
-          y++;
-          continue;
-        }
-        let end = y;
-        while (end < this.height && drawn[end] === 1) end++;
-        this.pixels.set(ground.subarray(y * row, end * row), y * row);
-        y = end;
+      for (let [y0, y1] = nextRun(this.drawnRows, 0); y0 < y1; [y0, y1] = nextRun(this.drawnRows, y1)) {
+        this.pixels.set(ground.subarray(y0 * row, y1 * row), y0 * row);
       }
     }
     this.drawnRows.fill(0);
