@@ -39,6 +39,18 @@ function ended(pid: number): boolean {
   }
 }
 
+/**
+ * A process whose /proc entry stopped answering is ending; the exit may not have reached its
+ * state yet (still running its exit, not yet a zombie). Whether it ends within `ms`.
+ */
+const ENDING_MS = 2_000;
+async function endsWithin(pid: number, ms: number): Promise<boolean> {
+  for (const until = Date.now() + ms; !ended(pid); await new Promise((r) => setTimeout(r, 20))) {
+    if (Date.now() > until) return false;
+  }
+  return true;
+}
+
 function environ(pid: number | 'self'): Map<string, string> {
   const out = new Map<string, string>();
   for (const entry of readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')) {
@@ -155,7 +167,7 @@ t.test('netns: every Chromium process of a running service, read from /proc', as
     } catch (err) {
       // ENOENT once it is reaped; ESRCH while it is exiting (its /proc entry stays, unreadable).
       const code = (err as { code?: unknown }).code;
-      if ((code !== 'ENOENT' && code !== 'ESRCH') || !ended(pid)) throw err;
+      if ((code !== 'ENOENT' && code !== 'ESRCH') || !(await endsWithin(pid, ENDING_MS))) throw err;
       t.comment(`${name} ended while it was read`);
     }
   }
