@@ -10,10 +10,17 @@
  * made then. Either way the tab, its context and its relay are the lane's, and both are closed
  * with the context after the render.
  *
+ * It is the one owner of the tab's emulation (docs/architecture.md §3): the viewport, scale,
+ * screen, media and background are set on its session alone, before the document is requested,
+ * so a page sees the request's viewport while it loads. The puppeteer Page never emulates
+ * anything (the browser is driven with `defaultViewport: null`, and no render calls its
+ * `setViewport`, `emulateMediaType` or `screenshot`): a second session's emulation of the same
+ * tab is how a page came to load at the prepared size and be resized before its capture.
+ *
  * It works over whatever transport puppeteer-core's connection has (a pipe, a socket): only
  * `CDPSession.send`, its events and the connection's `session(id)` are used.
  */
-import type { Browser, CDPSession, Page, Target } from 'puppeteer-core';
+import type { Browser, CDPSession, Page, Protocol, Target } from 'puppeteer-core';
 import { untilAborted } from './bounded-wait.ts';
 
 /** The viewport every lane is prepared with: spec 4.3's default size and the pdf layout (4.4 rule 1). */
@@ -24,6 +31,19 @@ export interface Viewport {
   height: number;
   deviceScaleFactor: number;
 }
+
+/** What `screenshot` captures. */
+export interface ScreenshotOptions {
+  format: 'png' | 'jpeg';
+  /** JPEG quality, 1 to 100. */
+  quality?: number;
+  omitBackground: boolean;
+  /** CSS pixels from the top of the page to capture at the viewport's width; the viewport when omitted. */
+  height?: number;
+}
+
+/** A transparent default background, as puppeteer's `omitBackground` sets it. */
+const TRANSPARENT = { color: { r: 0, g: 0, b: 0, a: 0 } };
 
 /** A main-frame document readiness the hot path waits for. */
 export type MarkupReadiness = 'load' | 'domcontentloaded';
@@ -98,12 +118,46 @@ export class PreparedPage {
     return () => this.goneHooks.delete(hook);
   }
 
-  /** Sets the viewport (as puppeteer's setViewport does), unless it is the one the tab has. */
+  /**
+   * Sets the viewport and scale the next document loads at, unless the tab has them already.
+   * Call it before the document is requested: the page lays itself out, picks its `srcset`
+   * candidates and runs its media queries while it loads, not at the capture.
+   */
   async setViewport(v: Viewport): Promise<void> {
     const now = this.viewport;
     if (now.width === v.width && now.height === v.height && now.deviceScaleFactor === v.deviceScaleFactor) return;
     await this.session.send('Emulation.setDeviceMetricsOverride', deviceMetrics(v));
     this.viewport = { ...v };
+  }
+
+  /** Emulates CSS media `screen` (Chromium prints with `print` already; spec 4.4 `media`). */
+  async emulateScreenMedia(): Promise<void> {
+    await this.session.send('Emulation.setEmulatedMedia', { media: 'screen' });
+  }
+
+  /**
+   * Captures the tab at its viewport's scale: the viewport itself, or with `height` the top
+   * `height` CSS pixels of the whole page at the viewport's width (beyond the viewport).
+   */
+  async screenshot(o: ScreenshotOptions): Promise<Buffer> {
+    // As puppeteer's omitBackground: a page that sets no background of its own shows through,
+    // in a PNG only (a JPEG has no alpha, so its ground would turn black).
+    if (o.omitBackground && o.format === 'png') await this.session.send('Emulation.setDefaultBackgroundColorOverride', TRANSPARENT);
+    const { data } = await this.session.send('Page.captureScreenshot', {
+      format: o.format,
+      ...(o.quality === undefined ? {} : { quality: o.quality }),
+      ...(o.height === undefined
+        ? { captureBeyondViewport: false }
+        : { clip: { x: 0, y: 0, width: this.viewport.width, height: o.height, scale: 1 }, captureBeyondViewport: true }),
+    });
+    return Buffer.from(data, 'base64');
+  }
+
+  /** Evaluates `expression` in the page and returns its value. */
+  async evaluate(expression: string): Promise<unknown> {
+    const { result, exceptionDetails } = await this.session.send('Runtime.evaluate', { expression, returnByValue: true, awaitPromise: true });
+    if (exceptionDetails !== undefined) throw new Error('the page threw');
+    return result.value;
   }
 
   /**
@@ -155,11 +209,15 @@ export class PreparedPage {
   }
 }
 
-/** Emulation.setDeviceMetricsOverride's parameters for `v`, as puppeteer's setViewport sends them. */
-function deviceMetrics(v: Viewport): { width: number; height: number; deviceScaleFactor: number; mobile: false; screenOrientation: { angle: number; type: 'portraitPrimary' } } {
+/**
+ * Emulation.setDeviceMetricsOverride's parameters for `v`. The screen is the viewport's size: a
+ * real device's screen is never narrower than its window, while headless Chromium's own is
+ * 800 × 600 whatever the viewport, which pages that size themselves by `screen` would believe.
+ */
+function deviceMetrics(v: Viewport): Protocol.Emulation.SetDeviceMetricsOverrideRequest {
   return {
     width: v.width, height: v.height, deviceScaleFactor: v.deviceScaleFactor, mobile: false,
-    // puppeteer's setViewport without isLandscape, as every render used it.
+    screenWidth: v.width, screenHeight: v.height,
     screenOrientation: { angle: 0, type: 'portraitPrimary' },
   };
 }

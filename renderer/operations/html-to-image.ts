@@ -4,19 +4,12 @@ import { capture, writeMarkup } from './page-work.ts';
 import { inSpan } from './telemetry.ts';
 import type { RenderContext } from './types.ts';
 
-/** A transparent default background, as puppeteer's `omitBackground` sets it. */
-const TRANSPARENT = { color: { r: 0, g: 0, b: 0, a: 0 } };
-
 /** The page work of html-to-image, on the prepared tab over raw CDP (renderer/browser/prepared-page.ts). */
 export async function htmlToImageWork(ctx: RenderContext, req: HtmlToImageRequest, deadline: number): Promise<Buffer> {
   const { cdp } = ctx;
   await cdp.setViewport({ width: req.width, height: req.height, deviceScaleFactor: req.deviceScaleFactor });
   await writeMarkup(ctx, req.html, req.waitUntil, deadline);
   // Rule 2: no full-page option; the capture is the viewport, so anything laid out below is cut off.
-  const bytes = await capture({ 'tintype.format': 'png' }, async () => {
-    if (req.omitBackground) await cdp.session.send('Emulation.setDefaultBackgroundColorOverride', TRANSPARENT);
-    const { data } = await cdp.session.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: false });
-    return Buffer.from(data, 'base64');
-  });
+  const bytes = await capture({ 'tintype.format': 'png' }, () => cdp.screenshot({ format: 'png', omitBackground: req.omitBackground }));
   return inSpan('encode', { 'tintype.bytes': bytes.byteLength }, async () => bytes);
 }

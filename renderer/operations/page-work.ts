@@ -221,11 +221,6 @@ export async function writeMarkup(ctx: RenderContext, html: string, waitUntil: W
   });
 }
 
-/** A buffer view of what puppeteer returns, without a copy. */
-export function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
 /** Runs a capture step, mapping its failures to the spec's codes. */
 export async function capture<T>(attributes: Record<string, string | number | boolean>, fn: () => Promise<T>): Promise<T> {
   return inSpan('capture', attributes, async () => {

@@ -77,7 +77,7 @@ export async function pdfWork(ctx: RenderContext, req: PdfRequest, deadline: num
   const { cdp } = ctx;
   await cdp.setViewport({ ...PDF_VIEWPORT, deviceScaleFactor: 1 });
   // Chromium prints with print media already; only `screen` needs emulating.
-  if (req.media === 'screen') await cdp.session.send('Emulation.setEmulatedMedia', { media: 'screen' });
+  if (req.media === 'screen') await cdp.emulateScreenMedia();
   if (req.url !== undefined) await navigate(ctx, req.url, req.waitUntil, deadline);
   else await writeMarkup(ctx, req.html ?? '', req.waitUntil, deadline);
   const bytes = await capture({ 'tintype.format': req.format, 'tintype.landscape': req.landscape }, async () => {
