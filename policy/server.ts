@@ -43,7 +43,7 @@ import { openStore } from './store/open.ts';
 import type { PolicyStore } from './store/store.ts';
 import { type SchemaWait, waitForSchema } from './store/schema.ts';
 import { ConfigError, requireLeaseSigningKey } from '../lib/config.ts';
-import { leaseSigner, type LeaseClaims } from '../lib/lease.ts';
+import { MAX_LEASE_CHARS, leaseSigner, type LeaseClaims } from '../lib/lease.ts';
 import { gracefulClose } from '../lib/graceful-close.ts';
 import { listen } from '../lib/listen.ts';
 
@@ -54,7 +54,8 @@ export const DEFAULT_POLICY_SETTLE_PORT = 8181;
 export const POLICY_ADMIN_PORT = 9081;
 /** How long policy keeps an idle client connection; an edge drops its idle ones sooner (the client side lets go first). */
 export const POLICY_KEEP_ALIVE_MS = 120_000;
-const SETTLE_BODY_LIMIT = 4096;
+/** A settle, claim or release body: a lease (an egress policy makes it long) and a few fields. */
+const SETTLE_BODY_LIMIT = MAX_LEASE_CHARS + 1024;
 const SWEEP_EVERY_MS = 1_000;
 
 export interface PolicyServerOptions {

@@ -5,6 +5,7 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { Config } from '../../lib/config.ts';
+import { parseAuditEntries } from '../../lib/egress.ts';
 import { isRejectReason } from '../../lib/errors.ts';
 import { REFUSALS_KEPT, renderStatsPath, type RenderTally } from '../../lib/guard-contract.ts';
 import type { GuardRoute } from './guard-pins.ts';
@@ -105,7 +106,11 @@ export function parseTally(value: unknown): RenderTally {
         .slice(-REFUSALS_KEPT)
         .map((r) => ({ request: r.request, reason: r.reason }))
     : [];
-  return { blocked: v.blocked as number, firstReason, refused };
+  const tally: RenderTally = { blocked: v.blocked as number, firstReason, refused };
+  // A render opened with its lease: the guard's decisions for the audit trail (lib/egress.ts).
+  if (Array.isArray(v.audit)) tally.audit = parseAuditEntries(v.audit);
+  if (Number.isSafeInteger(v.auditDropped) && (v.auditDropped as number) >= 0) tally.auditDropped = v.auditDropped as number;
+  return tally;
 }
 
 /** The tally reader a pool uses: in-process when offered, else over HTTP from the guard the render used. */
