@@ -182,6 +182,11 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
         // A key is read from the authorization header only, never from the query (spec Part 5 rule 3).
         egress.fresh();
         const d = await policy.check(header(req.headers.authorization), operation);
+        // A key made since the last read is looked up; if that fails, the lease is withdrawn as a 503 closes it.
+        const keyEgress = d.allow ? await egress.of(d.keyId).catch(async (err: unknown) => {
+          await policy.settle({ lease: d.leaseId, status: 503 }).catch(() => undefined);
+          throw err;
+        }) : undefined;
         storeOk = true;
         if (d.allow && (await requesterGone(req, res))) {
           // Its ext_authz timeout passed while the check waited: the edge has answered 503 busy
@@ -193,7 +198,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
         } else if (d.allow) {
           outcome = 'granted';
           res.writeHead(200, {
-            [LEASE_HEADER]: leases.sign({ id: d.leaseId, keyId: d.keyId, operation, expiresAt: d.expiresAt, ...egressClaim(egress.of(d.keyId)) }),
+            [LEASE_HEADER]: leases.sign({ id: d.leaseId, keyId: d.keyId, operation, expiresAt: d.expiresAt, ...egressClaim(keyEgress) }),
             [KEY_ID_HEADER]: d.keyId,
             [RATELIMIT_LIMIT_HEADER]: String(d.rate.limit),
             [RATELIMIT_REMAINING_HEADER]: String(d.rate.remaining),

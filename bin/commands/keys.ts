@@ -90,7 +90,7 @@ export const keysCommand: Command = {
     const str = (name: string): string | undefined => (typeof opt[name] === 'string' ? (opt[name] as string) : undefined);
     const created = action === 'create' ? egressOption(str('egress-allow'), str('egress-mode'), { allow: '--egress-allow', mode: '--egress-mode' }) : undefined;
     const changed = action === 'egress' && opt.clear !== true ? egressOption(str('allow'), str('mode'), { allow: '--allow', mode: '--mode' }) : undefined;
-    if (action === 'egress' && (opt.clear === true) === (changed !== undefined || str('mode') !== undefined)) {
+    if (action === 'egress' && (opt.clear === true) === (str('allow') !== undefined || str('mode') !== undefined)) {
       throw new CommandLineError('keys egress ID needs --allow LIST [--mode M], or --clear alone');
     }
     const config = loadConfig();

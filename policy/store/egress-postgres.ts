@@ -25,9 +25,18 @@ export function postgresEgress(pool: pg.Pool): EgressStore {
     async policies() {
       // One statement, one snapshot: the generation read belongs to the rows read.
       const r = await pool.query(`SELECT (SELECT n FROM egress_generation WHERE id = 1) AS n,
-        coalesce((SELECT json_agg(json_build_array(key_id, policy)) FROM key_egress), '[]'::json) AS rows`);
+        coalesce((SELECT json_agg(json_build_array(key_id, policy)) FROM key_egress), '[]'::json) AS rows,
+        coalesce((SELECT json_agg(id) FROM api_keys), '[]'::json) AS keys`);
       const rows = r.rows[0].rows as Array<[string, string]>;
-      return { generation: Number(r.rows[0].n), byKey: new Map(rows.map(([k, p]) => [k, parseEgressText(p)])) };
+      return {
+        generation: Number(r.rows[0].n),
+        byKey: new Map(rows.map(([k, p]) => [k, parseEgressText(p)])),
+        keys: new Set(r.rows[0].keys as string[]),
+      };
+    },
+    async policyOf(keyId) {
+      const r = await pool.query({ name: 'egress_policy_of', text: 'SELECT policy FROM key_egress WHERE key_id = $1', values: [keyId] });
+      return r.rows[0] === undefined ? undefined : parseEgressText(r.rows[0].policy as string);
     },
     async writeAudit(records) {
       if (records.length === 0) return;

@@ -30,9 +30,14 @@ export function sqliteEgress(db: SqliteDatabase): EgressStore {
       const read = db.transaction(() => ({
         generation: (st().generation.get() as { n: number }).n,
         rows: st().all.all() as Array<{ key_id: string; policy: string }>,
+        keys: st().keys.all() as Array<{ id: string }>,
       }));
-      const { generation, rows } = read();
-      return { generation, byKey: new Map(rows.map((r) => [r.key_id, parseEgressText(r.policy)])) };
+      const { generation, rows, keys } = read();
+      return { generation, byKey: new Map(rows.map((r) => [r.key_id, parseEgressText(r.policy)])), keys: new Set(keys.map((k) => k.id)) };
+    },
+    async policyOf(keyId) {
+      const row = st().one.get(keyId) as { policy: string } | undefined;
+      return row === undefined ? undefined : parseEgressText(row.policy);
     },
     async writeAudit(records) {
       if (records.length > 0) writeTx.immediate(records);
@@ -55,6 +60,8 @@ function prepare(db: SqliteDatabase) {
     bump: db.prepare('UPDATE egress_generation SET n = n + 1 WHERE id = 1'),
     generation: db.prepare('SELECT n FROM egress_generation WHERE id = 1'),
     all: db.prepare('SELECT key_id, policy FROM key_egress'),
+    one: db.prepare('SELECT policy FROM key_egress WHERE key_id = ?'),
+    keys: db.prepare('SELECT id FROM api_keys'),
     insert: db.prepare(`INSERT INTO egress_audit (at, key_id, render_id, operation, host, port, decision, reason, mode)
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     read: db.prepare(`SELECT at, key_id, render_id, operation, host, port, decision, reason, mode FROM egress_audit

@@ -30,8 +30,10 @@ export interface EgressStore {
   setPolicy(keyId: string, policy: EgressPolicy | undefined, now: number): Promise<boolean>;
   /** Moves whenever a policy changes: a reader reads policies() again only then. */
   generation(): Promise<number>;
-  /** Every key's policy, with the generation it was read at. */
-  policies(): Promise<{ generation: number; byKey: Map<string, EgressPolicy> }>;
+  /** Every key's policy and every key id, with the generation they were read at. */
+  policies(): Promise<{ generation: number; byKey: Map<string, EgressPolicy>; keys: Set<string> }>;
+  /** One key's policy, read now (undefined: none). */
+  policyOf(keyId: string): Promise<EgressPolicy | undefined>;
   /** Writes records in one transaction. */
   writeAudit(records: readonly EgressAuditRecord[]): Promise<void>;
   readAudit(q: AuditQuery): Promise<EgressAuditRecord[]>;
