@@ -41,6 +41,9 @@ const LABEL = /^(?!-)[a-z0-9-]{1,63}(?<!-)$/;
 /** One pattern's canonical form (`example.com`, `*.example.com`), or an EgressPolicyError. */
 export function parsePattern(text: string): string {
   const trimmed = text.trim();
+  // Letters (any script, for IDNA), digits, dots and hyphens only: domainToASCII would cut a
+  // path, port or userinfo off silently.
+  if (/[^\p{L}\p{N}\p{M}.*-]/u.test(trimmed)) throw new EgressPolicyError(`"${trimmed}" is not a host name or *.host name`);
   const wildcard = trimmed.startsWith('*.');
   const name = domainToASCII((wildcard ? trimmed.slice(2) : trimmed).replace(/\.$/, '').toLowerCase());
   const labels = name.split('.');
