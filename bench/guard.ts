@@ -11,6 +11,12 @@
  * traffic reaches it). Latency is measured on one kept-alive connection, one request at a time;
  * throughput with `--connections` kept-alive connections.
  *
+ * The cost of a key's egress policy (docs/security.md "Egress policy per key") beside the guard
+ * without one, in the same run: by name, as a render opened with its lease (the guard holds
+ * the lease public key, as in a deployment) whose key has no policy (each decision recorded for
+ * the audit), and as one whose key has 64 patterns (matched, then recorded). The render's tally,
+ * with its audit, is read every 200 ms, as renderers read it when a render ends.
+ *
  * `npm run bench -- guard [--seconds N] [--connections N]`
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -20,6 +26,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { generateKeyPairSync } from 'node:crypto';
+import { parseEgressPolicy } from '../lib/egress.ts';
+import { newRenderToken, renderAuthorization, renderStatsPath } from '../lib/guard-contract.ts';
+import { leaseKeyText, leaseSigner } from '../lib/lease.ts';
+import { LEASE_HEADER } from '../lib/policy-contract.ts';
 import { startDnsServer } from '../test/guard/dns-server.ts';
 import { listenBesideService } from '../test/lib/listen-beside.ts';
 import { percentile, printMachine, round2 } from './machine.ts';
@@ -93,11 +104,13 @@ interface Way {
   port: number;
   /** The request target: origin-form direct, absolute-form through the guard. */
   path: string;
+  /** The render the request names (`Proxy-Authorization`), for a keyed render. */
+  headers?: Record<string, string>;
 }
 
 function once(agent: http.Agent, way: Way): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: way.host, port: way.port, path: way.path, agent }, (res) => {
+    const req = http.request({ host: way.host, port: way.port, path: way.path, agent, ...(way.headers === undefined ? {} : { headers: way.headers }) }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
       res.on('error', reject);
@@ -158,18 +171,50 @@ const served = await serveChild('--serve-dns');
 const dns = { child: served.child, server: served.line };
 const aimed = await serveChild('--serve-target');
 const target = { child: aimed.child, port: Number(aimed.line) };
+const leaseKeys = generateKeyPairSync('ed25519');
 const guard = await startGuard(
-  { PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_ALLOW_CIDRS: `${TARGET_HOST}/32`, GUARD_DNS_SERVERS: dns.server },
+  { PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_ALLOW_CIDRS: `${TARGET_HOST}/32`, GUARD_DNS_SERVERS: dns.server, TINTYPE_LEASE_PUBLIC_KEYS: leaseKeyText(leaseKeys.publicKey) },
   dir,
 );
+
+/** 64 patterns, the target's matching only the last of them by name (a wildcard). */
+const POLICY = parseEgressPolicy([...Array.from({ length: 63 }, (_, i) => `customer-${i}.example`), '*.bench']);
+
+/** A render token opened at the guard with a lease signed as policy signs it; its tally (and audit) read every 200 ms. */
+async function keyedRender(withPolicy: boolean): Promise<{ headers: Record<string, string>; stop(): void }> {
+  const token = newRenderToken();
+  const lease = leaseSigner(leaseKeys.privateKey).sign({
+    id: token.slice(0, 22), keyId: 'key_bench', operation: 'screenshot', expiresAt: Date.now() + 3_600_000, ...(withPolicy ? { egress: POLICY } : {}),
+  });
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: guard.port, method: 'POST', path: renderStatsPath(token), headers: { [LEASE_HEADER]: lease } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  if (status !== 204) throw new Error(`the guard answered ${status} to opening a render`);
+  const reader = setInterval(() => http.get({ host: '127.0.0.1', port: guard.port, path: renderStatsPath(token) }, (res) => res.resume()), 200);
+  return { headers: { 'proxy-authorization': renderAuthorization(token) }, stop: () => clearInterval(reader) };
+}
 try {
   const direct = await measure({ name: 'direct (baseline)', host: TARGET_HOST, port: target.port, path: '/page' });
   const literal = await measure({ name: 'guard, address', host: '127.0.0.1', port: guard.port, path: `http://${TARGET_HOST}:${target.port}/page` });
   const named = await measure({ name: 'guard, name + DNS lookup', host: '127.0.0.1', port: guard.port, path: `http://target.bench:${target.port}/page` });
+  const unlisted = await keyedRender(false);
+  const keyed = await measure({ name: 'keyed render, no policy', host: '127.0.0.1', port: guard.port, path: `http://target.bench:${target.port}/page`, headers: unlisted.headers });
+  unlisted.stop();
+  const listed = await keyedRender(true);
+  const policed = await measure({ name: 'keyed render, 64 patterns', host: '127.0.0.1', port: guard.port, path: `http://target.bench:${target.port}/page`, headers: listed.headers });
+  listed.stop();
   const addedP50 = round2(literal.p50 - direct.p50);
   const addedP99 = round2(literal.p99 - direct.p99);
   const namedAddedP50 = round2(named.p50 - direct.p50);
   console.log(`added by the guard: p50 ${addedP50} ms, p99 ${addedP99} ms (by name with a lookup: p50 ${namedAddedP50} ms)`);
+  const perDecision = (f: Figures): number => round2(((1 / f.perSec - 1 / named.perSec) * 1e6));
+  console.log(`a key's egress policy, beside the same requests by name: p50 ${round2(keyed.p50 - named.p50)} ms (recorded, no policy), ${round2(policed.p50 - named.p50)} ms (64 patterns); ` +
+    `throughput ${keyed.perSec} and ${policed.perSec} req/s against ${named.perSec} (${perDecision(keyed)} and ${perDecision(policed)} µs of the guard's time per decision)`);
   console.log(`targets: p50 added <= 1 ms: ${addedP50 <= 1 ? 'met' : 'NOT met'}; >= 1500 proxied req/s: ${literal.perSec >= 1500 ? 'met' : 'NOT met'}`);
   console.log(
     JSON.stringify({
@@ -182,8 +227,15 @@ try {
       named_per_s: named.perSec,
       named_p50_ms: named.p50,
       named_p50_added_ms: namedAddedP50,
+      keyed_per_s: keyed.perSec,
+      keyed_p50_ms: keyed.p50,
+      policy_per_s: policed.perSec,
+      policy_p50_ms: policed.p50,
+      policy_p99_ms: policed.p99,
+      policy_us_per_decision: perDecision(policed),
+      keyed_us_per_decision: perDecision(keyed),
       connections: CONNECTIONS,
-      errors: direct.errors + literal.errors + named.errors,
+      errors: direct.errors + literal.errors + named.errors + keyed.errors + policed.errors,
       baseline: 'direct',
       baseline_per_s: direct.perSec,
       baseline_p50_ms: direct.p50,
