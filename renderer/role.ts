@@ -10,7 +10,7 @@ import { Registry } from '../lib/metrics.ts';
 import { agentSettler, type Settler } from '../lib/policy-contract.ts';
 import { auditPoster } from '../lib/egress-audit.ts';
 import { createJudge, createPrivateGuard, guardSettings, judgeUrl, type PrivateGuard } from '../guard/index.ts';
-import { createBrowserPool, guardEndpointFromConfig, type GuardEndpoint } from './browser/index.ts';
+import { createBrowserPool, guardEndpointFromConfig, type EgressAuditSink, type GuardEndpoint } from './browser/index.ts';
 import { createRenderCache } from './cache/index.ts';
 import { createOgDrawer } from './og/index.ts';
 import type { UrlJudge } from './operations/index.ts';
@@ -86,9 +86,9 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
   const audit = config.policyUrl === undefined ? undefined : auditPoster(config.policyUrl, {
     onLost: (why) => logger.warn('egress_audit.lost', { why }),
   });
+  const egressAudit: EgressAuditSink | undefined = audit === undefined ? undefined : (lease, entries, dropped) => audit.send({ lease, entries, dropped });
   const pool = createBrowserPool({
-    config, logger: logger.child({ component: 'browser' }), registry, guard: endpoint,
-    ...(audit === undefined ? {} : { egressAudit: (lease, entries, dropped) => audit.send({ lease, entries, dropped }) }),
+    config, logger: logger.child({ component: 'browser' }), registry, guard: endpoint, ...(egressAudit === undefined ? {} : { egressAudit }),
   });
   const cache = createRenderCache(config, logger);
   // OG cards are drawn on worker threads, inside the same render budget (spec 4.5; Part 7 504).
@@ -96,6 +96,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
   const ownSettler = options.settler === undefined ? settlerFor(config, logger) : undefined;
   const settler = options.settler ?? ownSettler!;
   const server = createRendererServer({
+    ...(egressAudit === undefined ? {} : { egressAudit }),
     config, logger, registry, pool, cache, judge, settler, og, ...(options.host !== undefined ? { host: options.host } : {}),
   });
   const parts = lifecycleGroup(logger, 'renderer.stop_failed');

@@ -4,7 +4,8 @@
  * rule 3 asks the guard's check there; the guard matches it again with every hop), and a render
  * under an enforced list is cached apart, since it may lack what a wider list fetched.
  */
-import { type EgressPolicy, egressDigest, hostMatcher } from '../../lib/egress.ts';
+import { type EgressAuditEntry, type EgressPolicy, egressDigest, hostMatcher } from '../../lib/egress.ts';
+import type { RejectReason } from '../../lib/errors.ts';
 
 /** Whether a key with `policy` may have `url` rendered as its page (a report-mode list refuses nothing). */
 export function pageAllowedForKey(url: string, policy: EgressPolicy | undefined): boolean {
@@ -13,6 +14,23 @@ export function pageAllowedForKey(url: string, policy: EgressPolicy | undefined)
   // An address literal is never in a list of names.
   if (host.startsWith('[') || /^[0-9.]+$/.test(host)) return false;
   return hostMatcher(policy).allows(host);
+}
+
+/**
+ * The audit record of a page address refused before a slot: the guard never sees that call, so
+ * the renderer records it as the guard would (host and port only).
+ */
+export function pageRefusal(url: string, reason: RejectReason, policy: EgressPolicy | undefined, now: () => number): EgressAuditEntry {
+  let host: string | null = null;
+  let port: number | null = null;
+  try {
+    const u = new URL(url);
+    host = u.hostname.replace(/^\[|\]$/g, '') || null;
+    port = u.port === '' ? (u.protocol === 'https:' ? 443 : u.protocol === 'http:' ? 80 : null) : Number(u.port);
+  } catch {
+    // not an address the parser reads: no host to record
+  }
+  return { at: now(), host, port, decision: 'refused', reason, mode: policy?.mode ?? null };
 }
 
 /**

@@ -8,7 +8,8 @@ import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
 import type { RenderTally } from '../../lib/guard-contract.ts';
 import type { RenderCache } from '../cache/cache.ts';
 import { inSpan, startSpan } from './telemetry.ts';
-import { keyedCacheKey, pageAllowedForKey } from './egress.ts';
+import { keyedCacheKey, pageAllowedForKey, pageRefusal } from './egress.ts';
+import type { EgressAuditSink } from '../browser/index.ts';
 import type { RenderContext, RenderLease, RenderPool, Rendered, UrlJudge } from './types.ts';
 
 /** What produce() needs from the server. */
@@ -18,6 +19,8 @@ export interface ProduceDeps {
   judge: UrlJudge;
   maxOutputBytes: number;
   now?: () => number;
+  /** Takes the page-address refusal of a leased call, which no guard sees, for the audit trail. */
+  egressAudit?: EgressAuditSink;
 }
 
 export type RenderOperation = 'screenshot' | 'html-to-image' | 'pdf';
@@ -57,9 +60,12 @@ export async function produce(deps: ProduceDeps, spec: RenderSpec): Promise<Rend
   return inSpan('render', { 'tintype.operation': spec.operation }, async (span) => {
     if (spec.url !== undefined) {
       const verdict = await deps.judge(spec.url);
-      if (!verdict.ok) throw new ServiceError('url_rejected', { reason: verdict.reason });
       // The key's egress policy after the spec's rules, before the cache: a hit is no way round it.
-      if (!pageAllowedForKey(spec.url, spec.lease?.claims.egress)) throw new ServiceError('url_rejected', { reason: 'not_allowed_for_key' });
+      const reason = !verdict.ok ? verdict.reason : pageAllowedForKey(spec.url, spec.lease?.claims.egress) ? undefined : 'not_allowed_for_key';
+      if (reason !== undefined) {
+        if (spec.lease !== undefined) deps.egressAudit?.(spec.lease.token, [pageRefusal(spec.url, reason, spec.lease.claims.egress, deps.now ?? Date.now)], 0);
+        throw new ServiceError('url_rejected', { reason });
+      }
     }
     const key = keyedCacheKey(spec.key, spec.lease?.claims.egress);
     const cached = await inSpan('cache.lookup', {}, async (s) => {

@@ -164,23 +164,27 @@ t.test('the audit trail of the enforced key reads back exactly, by CLI and on th
   const expected = [
     ['www.example.test', port, 'allowed', null, 'enforce', 'screenshot'],
     ['cdn.other.test', port, 'refused', 'not_allowed_for_key', 'enforce', 'screenshot'],
+    // The page refused before a slot: recorded by the renderer, as no guard saw it.
+    ['cdn.other.test', port, 'refused', 'not_allowed_for_key', 'enforce', 'screenshot'],
     ['example.test', port, 'allowed', null, 'enforce', 'screenshot'],
     ['cdn.other.test', port, 'refused', 'not_allowed_for_key', 'enforce', 'screenshot'],
+    ['evil-example.test', port, 'refused', 'not_allowed_for_key', 'enforce', 'screenshot'],
+    ['example.test.evil.test', port, 'refused', 'not_allowed_for_key', 'enforce', 'screenshot'],
     ['example.test', port, 'allowed', null, 'enforce', 'screenshot'],
     ['evil-example.test', port, 'refused', 'not_allowed_for_key', 'enforce', 'screenshot'],
     ['example.test.evil.test', port, 'refused', 'not_allowed_for_key', 'enforce', 'screenshot'],
   ];
   const rows = await trail(enforced.id, expected.length);
   // Two sub-resources of one page are judged in the order Chromium asks for them.
-  t.same(rows.slice(0, 5).map(decided), expected.slice(0, 5));
-  t.same(rows.slice(5).map(decided).sort(), expected.slice(5).sort());
-  t.equal(rows.length, expected.length, 'nothing more: the pages refused before a slot reached no guard');
+  t.same(rows.slice(0, 8).map(decided), expected.slice(0, 8));
+  t.same(rows.slice(8).map(decided).sort(), expected.slice(8).sort());
+  t.equal(rows.length, expected.length, 'nothing more');
   t.ok(rows.every((r) => typeof r['render'] === 'string' && r['key'] === enforced.id && !String(r['host']).includes('/')));
   const renders = new Set(rows.map((r) => r['render']));
-  t.equal(renders.size, 3, 'three renders reached the guard');
+  t.equal(renders.size, 6, 'six calls, each its own render id');
 
-  const refused = await trail(enforced.id, 4, '--decision', 'refused');
-  t.equal(refused.length, 4);
+  const refused = await trail(enforced.id, 7, '--decision', 'refused');
+  t.equal(refused.length, 7);
   const csv = await runTintype(['egress', '--key', enforced.id, '--format', 'csv', '--decision', 'allowed'], store);
   t.equal(csv.stdout.split('\r\n')[0], 'time,key,render,operation,host,port,decision,reason,mode');
   t.equal(csv.stdout.trimEnd().split('\r\n').length, 1 + 3);
