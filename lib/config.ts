@@ -76,7 +76,7 @@ export interface Config {
   policyUsageOpen: boolean;
   /** Grace added to the render budget before an unsettled lease expires. */
   leaseGraceMs: number;
-  /** Days policy keeps egress audit records (docs/operations.md "Egress audit"). */
+  /** Days policy keeps egress audit records (docs/operations.md "Egress policy and audit"). */
   egressAuditDays: number;
   /** Policy's Ed25519 private key that signs leases; unset on renderers (`tintype start` makes one). */
   leaseSigningKey: KeyObject | undefined;

@@ -12,7 +12,7 @@ import { isRejectReason, type RejectReason } from './errors.ts';
 export const EGRESS_MODES = ['enforce', 'report'] as const;
 export type EgressMode = (typeof EGRESS_MODES)[number];
 
-/** What a guard decided for one fetch of a keyed render (docs/operations.md "Egress audit"). */
+/** What a guard decided for one fetch of a keyed render (docs/operations.md "Egress policy and audit"). */
 export const EGRESS_DECISIONS = ['allowed', 'refused', 'would_refuse'] as const;
 export type EgressDecision = (typeof EGRESS_DECISIONS)[number];
 

@@ -1,5 +1,5 @@
 /**
- * The egress audit trail's writer (docs/operations.md "Egress audit"): renderers post each keyed
+ * The egress audit trail's writer (docs/operations.md "Egress policy and audit"): renderers post each keyed
  * render's guard decisions to `POST /egress-audit` (lib/egress-audit.ts) on policy's renderer
  * listener; the key, the render (lease id) and the operation are taken from the lease's
  * signature. Records wait in a bounded queue and reach the store in batches, one transaction

@@ -1,5 +1,5 @@
 /**
- * Reading the egress audit trail (docs/operations.md "Egress audit"): `tintype egress --key ID
+ * Reading the egress audit trail (docs/operations.md "Egress policy and audit"): `tintype egress --key ID
  * [--since T] [--until T] [--decision D] [--format table|csv|json]` and `GET /egress?key=ID…` on
  * policy's admin listener, never on a port callers or renderers reach. Both take the same
  * parameters and print the same rows: time, key, render (its lease id), operation, host, port,

@@ -1,6 +1,6 @@
 /**
  * `tintype egress --key ID [--since T] [--until T] [--decision D] [--format table|csv|json]`
- * (docs/operations.md "Egress audit"): a key's egress audit trail, oldest first. Bad input is
+ * (docs/operations.md "Egress policy and audit"): a key's egress audit trail, oldest first. Bad input is
  * one line on stderr and exit status 2. Wiring only: the work is in policy/egress-report.ts.
  */
 import { parseArgs } from 'node:util';

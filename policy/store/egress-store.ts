@@ -1,5 +1,5 @@
 /**
- * The egress part of policy's store (docs/operations.md "Egress audit"): keys' policies and the
+ * The egress part of policy's store (docs/operations.md "Egress policy and audit"): keys' policies and the
  * audit trail, in the same database as the ledger. sqlite.ts and postgres.ts each build one on
  * their own connection (egress-sqlite.ts, egress-postgres.ts); one suite runs against both.
  */
