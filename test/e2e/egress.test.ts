@@ -12,6 +12,10 @@ import { BLOCKED_HEADER } from '../../renderer/server/answer-headers.ts';
 import { cleanup, json, jsonWith, runTintype, startService } from './service.ts';
 import { SITE_ADDRESS } from './site.ts';
 
+// A dozen renders through Chromium and some thirty runs of the command line, each a process of
+// its own: longer than the default per-file limit on a shared machine.
+t.setTimeout(600_000);
+
 /** Names the DNS server answers with the site's address; anything else is NXDOMAIN. */
 const NAMES = ['example.test', 'www.example.test', 'cdn.other.test', 'evil-example.test', 'example.test.evil.test'];
 const dns = await startDnsServer((name, type) =>
