@@ -1,6 +1,6 @@
 /**
  * The tables of keys' egress policies and of the egress audit trail (docs/operations.md "Egress
- * audit"), as one more version of each store's migrations (sqlite.ts, postgres-schema.ts).
+ * policy and audit"), as one more version of each store's migrations (sqlite.ts, postgres-schema.ts).
  *
  * - `key_egress`: a key's policy as its one line of text (lib/egress.ts egressText); no row, no
  *   policy. `egress_generation` moves in the same transaction as every change, so a replica that
