@@ -17,7 +17,7 @@
  * the audit), and as one whose key has 64 patterns (matched, then recorded). The render's tally,
  * with its audit, is read every 200 ms, as renderers read it when a render ends.
  *
- * `npm run bench -- guard [--seconds N] [--connections N]`
+ * `npm run bench -- guard [--seconds N] [--connections N] [--rounds N]`
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -61,9 +61,10 @@ if (process.argv.includes('--serve-target')) {
 
 const { values: opts } = parseArgs({
   args: process.argv.slice(3),
-  options: { seconds: { type: 'string', default: '5' }, connections: { type: 'string', default: '16' } },
+  options: { seconds: { type: 'string', default: '5' }, connections: { type: 'string', default: '16' }, rounds: { type: 'string', default: '3' } },
 });
 const SECONDS = Number(opts.seconds);
+const ROUNDS = Number(opts.rounds);
 const CONNECTIONS = Number(opts.connections);
 const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/tintype');
 
@@ -148,6 +149,12 @@ async function drive(way: Way, connections: number, seconds: number): Promise<{ 
   return { perSec: Math.round(samples.length / seconds), samples, errors };
 }
 
+/** Each figure the median of the rounds'. */
+function medianFigures(all: readonly Figures[]): Figures {
+  const mid = (f: (x: Figures) => number): number => percentile(all.map(f), 50);
+  return { perSec: mid((x) => x.perSec), p50: mid((x) => x.p50), p99: mid((x) => x.p99), errors: all.reduce((n, x) => n + x.errors, 0) };
+}
+
 async function measure(way: Way): Promise<Figures> {
   const latency = await drive(way, 1, SECONDS);
   const load = await drive(way, CONNECTIONS, SECONDS);
@@ -201,18 +208,28 @@ async function keyedRender(withPolicy: boolean): Promise<{ headers: Record<strin
 try {
   const direct = await measure({ name: 'direct (baseline)', host: TARGET_HOST, port: target.port, path: '/page' });
   const literal = await measure({ name: 'guard, address', host: '127.0.0.1', port: guard.port, path: `http://${TARGET_HOST}:${target.port}/page` });
-  const named = await measure({ name: 'guard, name + DNS lookup', host: '127.0.0.1', port: guard.port, path: `http://target.bench:${target.port}/page` });
-  const unlisted = await keyedRender(false);
-  const keyed = await measure({ name: 'keyed render, no policy', host: '127.0.0.1', port: guard.port, path: `http://target.bench:${target.port}/page`, headers: unlisted.headers });
-  unlisted.stop();
-  const listed = await keyedRender(true);
-  const policed = await measure({ name: 'keyed render, 64 patterns', host: '127.0.0.1', port: guard.port, path: `http://target.bench:${target.port}/page`, headers: listed.headers });
-  listed.stop();
+  // By name, as a keyed render without a policy, and with 64 patterns: taken in turns, ROUNDS
+  // times, and each figure the median of its rounds, so a change in the machine's load between
+  // phases does not land on one of them alone.
+  const byName = `http://target.bench:${target.port}/page`;
+  const rounds: Array<[Figures, Figures, Figures]> = [];
+  for (let round = 0; round < ROUNDS; round += 1) {
+    const named = await measure({ name: 'guard, name + DNS lookup', host: '127.0.0.1', port: guard.port, path: byName });
+    const unlisted = await keyedRender(false);
+    const keyed = await measure({ name: 'keyed render, no policy', host: '127.0.0.1', port: guard.port, path: byName, headers: unlisted.headers });
+    unlisted.stop();
+    const listed = await keyedRender(true);
+    const policed = await measure({ name: 'keyed render, 64 patterns', host: '127.0.0.1', port: guard.port, path: byName, headers: listed.headers });
+    listed.stop();
+    rounds.push([named, keyed, policed]);
+  }
+  const [named, keyed, policed] = ([0, 1, 2] as const).map((i) => medianFigures(rounds.map((r) => r[i]))) as [Figures, Figures, Figures];
   const addedP50 = round2(literal.p50 - direct.p50);
   const addedP99 = round2(literal.p99 - direct.p99);
   const namedAddedP50 = round2(named.p50 - direct.p50);
   console.log(`added by the guard: p50 ${addedP50} ms, p99 ${addedP99} ms (by name with a lookup: p50 ${namedAddedP50} ms)`);
   const perDecision = (f: Figures): number => round2(((1 / f.perSec - 1 / named.perSec) * 1e6));
+  console.log(`medians of ${ROUNDS} rounds: by name ${named.perSec} req/s p50 ${named.p50} ms; keyed, no policy ${keyed.perSec} req/s p50 ${keyed.p50} ms; 64 patterns ${policed.perSec} req/s p50 ${policed.p50} ms`);
   console.log(`a key's egress policy, beside the same requests by name: p50 ${round2(keyed.p50 - named.p50)} ms (recorded, no policy), ${round2(policed.p50 - named.p50)} ms (64 patterns); ` +
     `throughput ${keyed.perSec} and ${policed.perSec} req/s against ${named.perSec} (${perDecision(keyed)} and ${perDecision(policed)} µs of the guard's time per decision)`);
   console.log(`targets: p50 added <= 1 ms: ${addedP50 <= 1 ? 'met' : 'NOT met'}; >= 1500 proxied req/s: ${literal.perSec >= 1500 ? 'met' : 'NOT met'}`);
