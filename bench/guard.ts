@@ -31,6 +31,10 @@ import { parseEgressPolicy } from '../lib/egress.ts';
 import { newRenderToken, renderAuthorization, renderStatsPath } from '../lib/guard-contract.ts';
 import { leaseKeyText, leaseSigner } from '../lib/lease.ts';
 import { LEASE_HEADER } from '../lib/policy-contract.ts';
+import { RenderEgress } from '../guard/egress-policy.ts';
+import { leaseVerifier } from '../lib/lease.ts';
+import { parseRequestTarget } from '../guard/target.ts';
+import type { Judgement } from '../guard/judge.ts';
 import { startDnsServer } from '../test/guard/dns-server.ts';
 import { listenBesideService } from '../test/lib/listen-beside.ts';
 import { percentile, printMachine, round2 } from './machine.ts';
@@ -149,6 +153,38 @@ async function drive(way: Way, connections: number, seconds: number): Promise<{ 
   return { perSec: Math.round(samples.length / seconds), samples, errors };
 }
 
+/**
+ * The decision alone, in this process, where the machine's load hardly reaches it: the guard's
+ * judging step with the address rules replaced by an answer at hand, for a render with no
+ * binding, a keyed render without a policy (its decision recorded) and one with 64 patterns
+ * (matched, then recorded). Microseconds per decision, the median of five runs of 200,000.
+ */
+async function decisionCost(): Promise<{ none: number; keyed: number; policy: number }> {
+  const egress = new RenderEgress({ verifier: leaseVerifier([leaseKeys.publicKey]) });
+  const signer = leaseSigner(leaseKeys.privateKey);
+  const lease = (policy: boolean): string => signer.sign({ id: `lease${policy ? 1 : 0}`, keyId: 'key_bench', operation: 'screenshot', expiresAt: Date.now() + 3_600_000, ...(policy ? { egress: POLICY } : {}) });
+  const keyedToken = newRenderToken();
+  const policyToken = newRenderToken();
+  egress.open(keyedToken, lease(false));
+  egress.open(policyToken, lease(true));
+  const target = parseRequestTarget('GET', 'http://www.target.bench/page');
+  const passed: Judgement = { ok: true, target: target as Exclude<typeof target, { reason: unknown }>, addresses: [{ address: TARGET_HOST, family: 4 }] };
+  const judge = async (): Promise<Judgement> => passed;
+  const run = async (token: string | undefined): Promise<number> => {
+    const runs: number[] = [];
+    for (let r = 0; r < 5; r += 1) {
+      const t0 = performance.now();
+      for (let i = 0; i < 200_000; i += 1) {
+        await egress.judge(token, target, judge);
+        if (token !== undefined && i % 1_000 === 0) egress.takeAudit(token);
+      }
+      runs.push(((performance.now() - t0) * 1000) / 200_000);
+    }
+    return round2(percentile(runs, 50));
+  };
+  return { none: await run(undefined), keyed: await run(keyedToken), policy: await run(policyToken) };
+}
+
 /** Each figure the median of the rounds'. */
 function medianFigures(all: readonly Figures[]): Figures {
   const mid = (f: (x: Figures) => number): number => percentile(all.map(f), 50);
@@ -229,6 +265,8 @@ try {
   const namedAddedP50 = round2(named.p50 - direct.p50);
   console.log(`added by the guard: p50 ${addedP50} ms, p99 ${addedP99} ms (by name with a lookup: p50 ${namedAddedP50} ms)`);
   const perDecision = (f: Figures): number => round2(((1 / f.perSec - 1 / named.perSec) * 1e6));
+  const cost = await decisionCost();
+  console.log(`one decision's judging step in process (µs, median of 5 × 200,000): no render bound ${cost.none}, keyed without a policy ${cost.keyed} (+${round2(cost.keyed - cost.none)}), 64 patterns ${cost.policy} (+${round2(cost.policy - cost.none)})`);
   console.log(`medians of ${ROUNDS} rounds: by name ${named.perSec} req/s p50 ${named.p50} ms; keyed, no policy ${keyed.perSec} req/s p50 ${keyed.p50} ms; 64 patterns ${policed.perSec} req/s p50 ${policed.p50} ms`);
   console.log(`a key's egress policy, beside the same requests by name: p50 ${round2(keyed.p50 - named.p50)} ms (recorded, no policy), ${round2(policed.p50 - named.p50)} ms (64 patterns); ` +
     `throughput ${keyed.perSec} and ${policed.perSec} req/s against ${named.perSec} (${perDecision(keyed)} and ${perDecision(policed)} µs of the guard's time per decision)`);
@@ -251,6 +289,9 @@ try {
       policy_p99_ms: policed.p99,
       policy_us_per_decision: perDecision(policed),
       keyed_us_per_decision: perDecision(keyed),
+      decision_us_unbound: cost.none,
+      decision_us_keyed: cost.keyed,
+      decision_us_policy: cost.policy,
       connections: CONNECTIONS,
       errors: direct.errors + literal.errors + named.errors + keyed.errors + policed.errors,
       baseline: 'direct',
