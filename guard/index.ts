@@ -9,6 +9,7 @@ import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import type { KeyObject } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { RenderTally } from '../lib/guard-contract.ts';
 import { ConfigError, type Config } from '../lib/config.ts';
@@ -16,6 +17,8 @@ import type { Lifecycle } from '../lib/lifecycle.ts';
 import { createLogger, type Logger } from '../lib/log.ts';
 import type { Registry } from '../lib/metrics.ts';
 import { createRecorder, type DecisionRecorder } from './decisions.ts';
+import { OPEN_STATUS, RenderEgress } from './egress-policy.ts';
+import { leaseVerifier } from '../lib/lease.ts';
 import { parseCidr } from './address.ts';
 import { Judge } from './judge.ts';
 import { createProxyServer, TALLY_SETTLE_MS } from './proxy.ts';
@@ -59,6 +62,11 @@ export interface GuardOptions {
   maxTallies?: number;
   /** How long stop() lets requests in flight finish before closing them. */
   stopGraceMs?: number;
+  /**
+   * TINTYPE_LEASE_PUBLIC_KEYS: what a render's lease is checked with when the renderer opens its
+   * token (egress-policy.ts). Without them no render can be opened (501), and a renderer fails them.
+   */
+  leasePublicKeys?: readonly KeyObject[];
 }
 
 /**
@@ -95,6 +103,7 @@ export function guardSettings(
     | 'guardConnectTimeoutMs'
     | 'guardIdleTimeoutMs'
     | 'guardMaxTunnels'
+    | 'leasePublicKeys'
   >,
 ): GuardOptions {
   return {
@@ -105,6 +114,7 @@ export function guardSettings(
     connectTimeoutMs: config.guardConnectTimeoutMs,
     idleTimeoutMs: config.guardIdleTimeoutMs,
     maxTunnels: config.guardMaxTunnels,
+    leasePublicKeys: config.leasePublicKeys,
   };
 }
 
@@ -121,6 +131,8 @@ export interface Guard extends Lifecycle {
   settledTally(token: string): Promise<RenderTally>;
   /** Refusals of requests that named no render. */
   unnamedTally(): { blocked: number };
+  /** Opens a render's token with its lease: the in-process form of `POST /renders/<token>`; answers its status. */
+  openRender(token: string, lease: string): number;
   /** The judge this guard decides with (also for page addresses, spec 4.4 rule 3). */
   judge(): Judge;
 }
@@ -190,6 +202,8 @@ export function createGuard(options: GuardOptions): Guard {
   const tallies = new RenderTallies({ ttlMs: options.tallyTtlMs, maxEntries: options.maxTallies });
   const tunnels = new Set<Duplex>();
   const recorder: DecisionRecorder = createRecorder(logger, options.metrics, () => tunnels.size);
+  const keys = options.leasePublicKeys ?? [];
+  const egress = new RenderEgress({ ...(keys.length > 0 ? { verifier: leaseVerifier(keys) } : {}), ...(options.metrics === undefined ? {} : { registry: options.metrics }) });
   const servers: http.Server[] = [];
   let agent: http.Agent | undefined;
   let judge: Judge | undefined;
@@ -207,7 +221,7 @@ export function createGuard(options: GuardOptions): Guard {
       };
       judge = await createJudge({ ...options, servicePorts, logger });
       agent = pinnedAgent(dial, { ...settings, maxSockets: settings.maxTunnels });
-      const ctx = { judge, dial, agent, tallies, recorder, tunnels, settings };
+      const ctx = { judge, dial, agent, tallies, egress, recorder, tunnels, settings };
       try {
         if (options.port !== undefined) {
           const server = createProxyServer(ctx);
@@ -275,7 +289,11 @@ export function createGuard(options: GuardOptions): Guard {
 
     async settledTally(token) {
       await tallies.settled(token, TALLY_SETTLE_MS);
-      return tallies.take(token);
+      return { ...tallies.take(token), ...egress.takeAudit(token) };
+    },
+
+    openRender(token, lease) {
+      return OPEN_STATUS[egress.open(token, lease)];
     },
 
     unnamedTally() {
@@ -318,6 +336,7 @@ export async function createPrivateGuard(options: Omit<GuardOptions, 'port' | 'h
     takeTally: (token) => guard.takeTally(token),
     settledTally: (token) => guard.settledTally(token),
     unnamedTally: () => guard.unnamedTally(),
+    openRender: (token, lease) => guard.openRender(token, lease),
     judge: () => guard.judge(),
   };
 }

@@ -12,6 +12,9 @@ import { GUARD_REASON_HEADER, refusedRequestName, renderTokenFrom, renderTokenFr
 import type { RejectReason } from '../lib/errors.ts';
 import { closeOnError, survivesAcceptErrors } from '../lib/sockets.ts';
 import type { DecisionRecorder, Outcome, RequestKind } from './decisions.ts';
+import { OPEN_STATUS, type RenderEgress } from './egress-policy.ts';
+import { RENDER_OPEN_METHOD } from '../lib/egress.ts';
+import { LEASE_HEADER } from '../lib/policy-contract.ts';
 import { endToEnd } from './headers.ts';
 import type { Judge } from './judge.ts';
 import type { RenderTallies } from './tally.ts';
@@ -25,6 +28,8 @@ export interface ProxyContext {
   dial: Dial;
   agent: http.Agent;
   tallies: RenderTallies;
+  /** Renders opened with their lease: their key's egress policy and audit (egress-policy.ts). */
+  egress: RenderEgress;
   recorder: DecisionRecorder;
   /** Client sockets of open tunnels: bounded by maxTunnels, closed by stop(). */
   tunnels: Set<Duplex>;
@@ -66,11 +71,20 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
     res.on('error', () => res.destroy());
     const url = req.url ?? '';
     const token = renderTokenFrom(req.headers['proxy-authorization']);
+    const opening = req.method === RENDER_OPEN_METHOD ? renderTokenFromPath(url) : undefined;
+    if (opening !== undefined) {
+      req.resume();
+      const status = OPEN_STATUS[ctx.egress.open(opening, String(req.headers[LEASE_HEADER] ?? ''))];
+      res.writeHead(status, { 'content-length': 0, 'cache-control': 'no-store' });
+      res.end();
+      ctx.recorder.record('http', false, { decision: 'other', status, note: 'open' }, startedAt);
+      return;
+    }
     const stats = req.method === 'GET' ? renderTokenFromPath(url) : undefined;
     if (stats !== undefined) {
       // The render's requests still being judged are waited for: the tally answered is complete.
       void ctx.tallies.settled(stats, TALLY_SETTLE_MS).then(() => {
-        const body = JSON.stringify(ctx.tallies.take(stats));
+        const body = JSON.stringify({ ...ctx.tallies.take(stats), ...ctx.egress.takeAudit(stats) });
         res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body) });
         res.end(body);
         ctx.recorder.record('http', token !== undefined, { decision: 'other', status: 200, note: 'tally' }, startedAt);
@@ -82,10 +96,8 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
       const parsed = parseRequestTarget(req.method ?? 'GET', url);
       // Absolute-form https would ask the guard to speak TLS for the client; browsers use
       // CONNECT for it, so this form is refused as a scheme this proxy does not carry.
-      const judged =
-        !isRefused(parsed) && parsed.scheme === 'https'
-          ? { ok: false as const, reason: 'bad_scheme' as const }
-          : await ctx.judge.judge(parsed);
+      const early = !isRefused(parsed) && parsed.scheme === 'https' ? { ok: false as const, reason: 'bad_scheme' as const } : undefined;
+      const judged = await ctx.egress.judge(token, parsed, (p) => ctx.judge.judge(p), early);
       let outcome: Outcome;
       if (!judged.ok) {
         outcome = refuse(token, judged.reason, { method: req.method ?? 'GET', target: url });
@@ -112,10 +124,8 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
     const judging = ctx.tallies.judge(token);
     void (async () => {
       const parsed = parseRequestTarget(req.method ?? 'GET', req.url ?? '');
-      const judged =
-        kind === 'upgrade' && !isRefused(parsed) && parsed.scheme !== 'http'
-          ? { ok: false as const, reason: 'bad_scheme' as const }
-          : await ctx.judge.judge(parsed);
+      const early = kind === 'upgrade' && !isRefused(parsed) && parsed.scheme !== 'http' ? { ok: false as const, reason: 'bad_scheme' as const } : undefined;
+      const judged = await ctx.egress.judge(token, parsed, (p) => ctx.judge.judge(p), early);
       judging(); // a refusal below is recorded in this same turn, before any waiting read goes on
       let outcome: Outcome;
       if (!judged.ok) {

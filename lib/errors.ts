@@ -11,6 +11,9 @@ export const REJECT_REASONS = [
   'dns_failure',
   'private_address',
   'denied_host',
+  // An extension of the spec's vocabulary: the key's egress policy (docs/api.md), judged only
+  // after the spec's rules, so it never takes the place of one of theirs.
+  'not_allowed_for_key',
 ] as const;
 export type RejectReason = (typeof REJECT_REASONS)[number];
 

@@ -20,6 +20,7 @@
  *   CONNECT tunnel the target writes every header the renderer sees.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import type { EgressAuditEntry } from './egress.ts';
 import type { RejectReason } from './errors.ts';
 
 export const GUARD_REASON_HEADER = 'x-guard-reason';
@@ -50,6 +51,10 @@ export interface RenderTally {
    * recent kept (a page's own document is the last thing a failed navigation asked for).
    */
   refused: RefusedRequest[];
+  /** For a render opened with its lease: the guard's decisions since the last read (lib/egress.ts). */
+  audit?: EgressAuditEntry[];
+  /** Decisions past the guard's bound per render, counted but not kept. */
+  auditDropped?: number;
 }
 
 /** How many refused requests a tally names. */
@@ -70,6 +75,8 @@ export function addTally(total: RenderTally, part: RenderTally): void {
     total.refused.push(r);
   }
   if (total.refused.length > REFUSALS_KEPT) total.refused.splice(0, total.refused.length - REFUSALS_KEPT);
+  if (part.audit !== undefined) total.audit = [...(total.audit ?? []), ...part.audit];
+  if (part.auditDropped !== undefined) total.auditDropped = (total.auditDropped ?? 0) + part.auditDropped;
 }
 
 function digest(text: string): string {

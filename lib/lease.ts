@@ -7,6 +7,7 @@
  * claim and settle. Several public keys may verify (rotation); one private key signs.
  */
 import { type KeyObject, createPrivateKey, createPublicKey, sign as edSign, verify as edVerify } from 'node:crypto';
+import { type EgressPolicy, egressText, parseEgressText } from './egress.ts';
 import { LEASE_ID_FORM, OPERATIONS, type Operation } from './policy-contract.ts';
 
 /** What a lease token says. */
@@ -17,6 +18,11 @@ export interface LeaseClaims {
   operation: Operation;
   /** Epoch ms after which the lease is worth nothing. */
   expiresAt: number;
+  /**
+   * The key's egress policy when it has one (lib/egress.ts), signed with the rest: the guard
+   * holds the render to it, and nothing that cannot sign can widen it.
+   */
+  egress?: EgressPolicy;
 }
 
 /** Checks leases against the public keys in force; built once from the setting. */
@@ -31,11 +37,30 @@ export interface LeaseSigner extends LeaseVerifier {
 }
 
 const EXPIRY_FORM = /^\d{1,15}$/;
+/**
+ * The longest a lease token can be: ids, operation and expiry, a signature, and the base64url of
+ * the longest egress policy (lib/egress.ts MAX_EGRESS_TEXT). Bodies that carry a lease allow it.
+ */
+export const MAX_LEASE_CHARS = 8_192;
 const SIGNATURE_BYTES = 64;
 
-/** The signed part: four fields, none of which can hold a dot. */
+/** The form of the egress field: the base64url of the policy's text (lib/egress.ts egressText). */
+const EGRESS_FIELD_FORM = /^[A-Za-z0-9_-]{1,7000}$/;
+
+/** The signed part: four fields and, for a key with an egress policy, a fifth; none can hold a dot. */
 function payloadOf(c: LeaseClaims): string {
-  return `${c.id}.${c.keyId}.${c.operation}.${c.expiresAt}`;
+  const egress = c.egress === undefined ? '' : `.${Buffer.from(egressText(c.egress), 'utf8').toString('base64url')}`;
+  return `${c.id}.${c.keyId}.${c.operation}.${c.expiresAt}${egress}`;
+}
+
+/** The policy of a lease's egress field, or undefined when it is not one. */
+function egressOf(field: string): EgressPolicy | undefined {
+  if (!EGRESS_FIELD_FORM.test(field)) return undefined;
+  try {
+    return parseEgressText(Buffer.from(field, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
 }
 
 /** A verifier for leases signed by the private keys of `publicKeys` (lib/config.ts has parsed them). */
@@ -44,16 +69,19 @@ export function leaseVerifier(publicKeys: readonly KeyObject[]): LeaseVerifier {
   return {
     verify(token) {
       const parts = token.split('.');
-      if (parts.length !== 5) return undefined;
-      const [id, keyId, operation, expiry, signature] = parts as [string, string, string, string, string];
+      if (parts.length !== 5 && parts.length !== 6) return undefined;
+      const [id, keyId, operation, expiry] = parts as [string, string, string, string];
+      const signature = parts[parts.length - 1]!;
       if (!LEASE_ID_FORM.test(id) || !LEASE_ID_FORM.test(keyId) || !EXPIRY_FORM.test(expiry)) return undefined;
       if (!Object.hasOwn(OPERATIONS, operation)) return undefined;
+      const egress = parts.length === 6 ? egressOf(parts[4]!) : undefined;
+      if (parts.length === 6 && egress === undefined) return undefined;
       const given = Buffer.from(signature, 'base64url');
       if (given.length !== SIGNATURE_BYTES || given.toString('base64url') !== signature) return undefined;
-      const payload = Buffer.from(`${id}.${keyId}.${operation}.${expiry}`, 'utf8');
+      const payload = Buffer.from(parts.slice(0, -1).join('.'), 'utf8');
       // A public key says nothing secret: which one matched may show in the time taken.
       if (!publicKeys.some((key) => edVerify(null, payload, key, given))) return undefined;
-      return { id, keyId, operation: operation as Operation, expiresAt: Number(expiry) };
+      return { id, keyId, operation: operation as Operation, expiresAt: Number(expiry), ...(egress === undefined ? {} : { egress }) };
     },
   };
 }

@@ -4,6 +4,7 @@
  * effect from the next request, because every check looks the key up in the store.
  */
 import { ConfigError } from '../lib/config.ts';
+import type { EgressPolicy } from '../lib/egress.ts';
 import type { Plans } from './plans.ts';
 import { hashSecret, newKeyId, newSecret } from './secrets.ts';
 import type { KeyRecord, PolicyStore } from './store/store.ts';
@@ -35,6 +36,14 @@ export async function createKey(
 /** Every key, secrets never included (there is nothing to include: only hashes are stored). */
 export async function listKeys(store: PolicyStore): Promise<KeyRecord[]> {
   return store.listKeys();
+}
+
+/**
+ * Sets a key's egress policy (or clears it, with undefined); false when there is no such key. In
+ * every policy replica's leases within a second (policy/egress.ts), for renders that start after.
+ */
+export async function setKeyEgress(store: PolicyStore, id: string, policy: EgressPolicy | undefined, now = Date.now()): Promise<boolean> {
+  return store.egress.setPolicy(id, policy, now);
 }
 
 /** Revokes a key; false when there is no such active key. */

@@ -43,9 +43,13 @@ import { openStore } from './store/open.ts';
 import type { PolicyStore } from './store/store.ts';
 import { type SchemaWait, waitForSchema } from './store/schema.ts';
 import { ConfigError, requireLeaseSigningKey } from '../lib/config.ts';
-import { leaseSigner, type LeaseClaims } from '../lib/lease.ts';
+import { MAX_LEASE_CHARS, leaseSigner, type LeaseClaims } from '../lib/lease.ts';
+import type { EgressPolicy } from '../lib/egress.ts';
 import { gracefulClose } from '../lib/graceful-close.ts';
 import { listen } from '../lib/listen.ts';
+import { EGRESS_AUDIT_PATH } from '../lib/egress-audit.ts';
+import { auditWriter } from './egress-audit.ts';
+import { egressPolicies } from './egress.ts';
 
 export const DEFAULT_POLICY_PORT = 8081;
 /** Policy's listener for renderers: claim, release and settle (`TINTYPE_POLICY_SETTLE_PORT`). */
@@ -54,7 +58,8 @@ export const DEFAULT_POLICY_SETTLE_PORT = 8181;
 export const POLICY_ADMIN_PORT = 9081;
 /** How long policy keeps an idle client connection; an edge drops its idle ones sooner (the client side lets go first). */
 export const POLICY_KEEP_ALIVE_MS = 120_000;
-const SETTLE_BODY_LIMIT = 4096;
+/** A settle, claim or release body: a lease (an egress policy makes it long) and a few fields. */
+const SETTLE_BODY_LIMIT = MAX_LEASE_CHARS + 1024;
 const SWEEP_EVERY_MS = 1_000;
 
 export interface PolicyServerOptions {
@@ -100,6 +105,9 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   // Leases go out signed with policy's private key, and are claimed and settled only with a
   // signature a public key in force verifies (docs/architecture.md §4).
   const leases = leaseSigner(requireLeaseSigningKey(config), config.leasePublicKeys);
+  // Keys' egress policies go into their leases; renders' guard decisions come back for the audit (docs/security.md).
+  const egress = egressPolicies(store.egress, logger);
+  const audit = auditWriter({ store: store.egress, leases, days: config.egressAuditDays, logger, registry: metrics.registry });
   let started = false;
   let storeOk = false;
   let sweeper: NodeJS.Timeout | undefined;
@@ -126,7 +134,8 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   });
   const renderers = listener(async (req, res) => {
     const path = (req.url ?? '/').split('?', 1)[0];
-    const handler = path === SETTLE_PATH ? settle : path === CLAIM_PATH ? claim : path === RELEASE_PATH ? release : undefined;
+    const handler = path === SETTLE_PATH ? settle : path === CLAIM_PATH ? claim : path === RELEASE_PATH ? release
+      : path === EGRESS_AUDIT_PATH ? audit.handle : undefined;
     if (handler === undefined) return common(req, res);
     if (req.method !== 'POST') {
       drain(req);
@@ -171,7 +180,13 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
       let outcome: string;
       try {
         // A key is read from the authorization header only, never from the query (spec Part 5 rule 3).
+        egress.fresh();
         const d = await policy.check(header(req.headers.authorization), operation);
+        // A key made since the last read is looked up; if that fails, the lease is withdrawn as a 503 closes it.
+        const keyEgress = d.allow ? await egress.of(d.keyId).catch(async (err: unknown) => {
+          await policy.settle({ lease: d.leaseId, status: 503 }).catch(() => undefined);
+          throw err;
+        }) : undefined;
         storeOk = true;
         if (d.allow && (await requesterGone(req, res))) {
           // Its ext_authz timeout passed while the check waited: the edge has answered 503 busy
@@ -183,7 +198,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
         } else if (d.allow) {
           outcome = 'granted';
           res.writeHead(200, {
-            [LEASE_HEADER]: leases.sign({ id: d.leaseId, keyId: d.keyId, operation, expiresAt: d.expiresAt }),
+            [LEASE_HEADER]: leases.sign({ id: d.leaseId, keyId: d.keyId, operation, expiresAt: d.expiresAt, ...egressClaim(keyEgress) }),
             [KEY_ID_HEADER]: d.keyId,
             [RATELIMIT_LIMIT_HEADER]: String(d.rate.limit),
             [RATELIMIT_REMAINING_HEADER]: String(d.rate.remaining),
@@ -371,6 +386,8 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
       if (missing.length > 0) {
         throw new ConfigError(`TINTYPE_PLANS: keys exist on plans that are not defined: ${missing.join(', ')}`);
       }
+      await egress.start();
+      audit.start();
       await listen(server, { port: config.port ?? DEFAULT_POLICY_PORT, host: o.host });
       // PORT=0 (any free port) asks the same of the renderers' listener unless it is set.
       const settlePort = config.policySettlePort ?? (config.port === 0 ? 0 : DEFAULT_POLICY_SETTLE_PORT);
@@ -390,6 +407,8 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
       if (sweeper !== undefined) clearInterval(sweeper);
       await Promise.all(closers.map((close) => close()));
       await sweeping?.catch(() => 0);
+      egress.stop();
+      await audit.stop().catch(() => undefined);
       await store.close();
     },
     healthy() {
@@ -417,6 +436,11 @@ async function requesterGone(req: http.IncomingMessage, res: http.ServerResponse
   await new Promise((resolve) => setImmediate(resolve));
   const socket = req.socket;
   return res.destroyed || socket.destroyed || socket.readableEnded || !socket.writable;
+}
+
+/** The lease's egress claim for a key's policy, none for a key without one. */
+function egressClaim(policy: EgressPolicy | undefined): { egress?: EgressPolicy } {
+  return policy === undefined ? {} : { egress: policy };
 }
 
 /** The `lease` of a settle body, when it has one. */

@@ -8,8 +8,9 @@ import { lifecycleGroup, type Lifecycle } from '../lib/lifecycle.ts';
 import type { Logger } from '../lib/log.ts';
 import { Registry } from '../lib/metrics.ts';
 import { agentSettler, type Settler } from '../lib/policy-contract.ts';
+import { auditPoster } from '../lib/egress-audit.ts';
 import { createJudge, createPrivateGuard, guardSettings, judgeUrl, type PrivateGuard } from '../guard/index.ts';
-import { createBrowserPool, guardEndpointFromConfig, type GuardEndpoint } from './browser/index.ts';
+import { createBrowserPool, guardEndpointFromConfig, type EgressAuditSink, type GuardEndpoint } from './browser/index.ts';
 import { createRenderCache } from './cache/index.ts';
 import { createOgDrawer } from './og/index.ts';
 import type { UrlJudge } from './operations/index.ts';
@@ -72,7 +73,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
       metrics: registry,
     });
     const own = guard;
-    endpoint = { socketPath: own.socket, takeTally: (token) => own.settledTally(token) };
+    endpoint = { socketPath: own.socket, takeTally: (token) => own.settledTally(token), openRender: (token, lease) => own.openRender(token, lease) };
     judge = (url) => judgeUrl(url, own.judge());
   } else {
     endpoint = guardEndpointFromConfig(config);
@@ -81,17 +82,26 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
     const own = await createJudge({ ...guardSettings(config), servicePorts, logger });
     judge = (url) => judgeUrl(url, own);
   }
-  const pool = createBrowserPool({ config, logger: logger.child({ component: 'browser' }), registry, guard: endpoint });
+  // A keyed render's guard decisions go to policy's audit trail after the render (lib/egress-audit.ts).
+  const audit = config.policyUrl === undefined ? undefined : auditPoster(config.policyUrl, {
+    onLost: (why) => logger.warn('egress_audit.lost', { why }),
+  });
+  const egressAudit: EgressAuditSink | undefined = audit === undefined ? undefined : (lease, entries, dropped) => audit.send({ lease, entries, dropped });
+  const pool = createBrowserPool({
+    config, logger: logger.child({ component: 'browser' }), registry, guard: endpoint, ...(egressAudit === undefined ? {} : { egressAudit }),
+  });
   const cache = createRenderCache(config, logger);
   // OG cards are drawn on worker threads, inside the same render budget (spec 4.5; Part 7 504).
   const og = createOgDrawer({ threads: config.ogThreads, maxQueue: config.ogQueue, drawTimeoutMs: config.renderTimeoutMs, registry });
   const ownSettler = options.settler === undefined ? settlerFor(config, logger) : undefined;
   const settler = options.settler ?? ownSettler!;
   const server = createRendererServer({
+    ...(egressAudit === undefined ? {} : { egressAudit }),
     config, logger, registry, pool, cache, judge, settler, og, ...(options.host !== undefined ? { host: options.host } : {}),
   });
   const parts = lifecycleGroup(logger, 'renderer.stop_failed');
   if (ownSettler !== undefined) parts.add({ stop: () => ownSettler.close() });
+  if (audit !== undefined) parts.add({ stop: () => audit.close() });
   // The server listens before the pool's self-test so /healthz/live answers during it (renders
   // answer guard_unverified until it passed, spec Part 1), and stops before the pool, so answers
   // in flight finish on a live Chromium and settle: one part, the server in front of the pool.

@@ -18,7 +18,7 @@ export const guardCommand: Command = {
   help: helpText({
     synopsis: ['tintype guard'],
     about: 'The egress guard (forward proxy) on PORT (3128) and/or GUARD_SOCKET; metrics and probes on the admin port (TINTYPE_ADMIN_PORT, 9128).',
-    settings: ['PORT', 'TINTYPE_ADMIN_PORT', 'GUARD_SOCKET', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LOG_LEVEL'],
+    settings: ['PORT', 'TINTYPE_ADMIN_PORT', 'GUARD_SOCKET', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'TINTYPE_LEASE_PUBLIC_KEYS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
     const config = loadConfig();

@@ -40,11 +40,15 @@ export const commands: Record<string, CommandEntry> = {
     load: async () => (await import('./migrate.ts')).migrateCommand,
   },
   keys: {
-    summary: 'key admin: create --plan P | list | revoke ID',
+    summary: 'key admin: create --plan P | list | revoke ID | egress ID',
     load: async () => (await import('./keys.ts')).keysCommand,
   },
   usage: {
     summary: 'the usage ledger per key for one UTC month (table, csv, json)',
     load: async () => (await import('./usage.ts')).usageCommand,
+  },
+  egress: {
+    summary: "a key's egress audit trail: the guard's decisions on its renders' fetches (table, csv, json)",
+    load: async () => (await import('./egress.ts')).egressCommand,
   },
 };

@@ -9,6 +9,7 @@ import { createAdminServer } from '../../lib/admin.ts';
 import { systemClock } from '../../policy/calendar.ts';
 import { POLICY_ADMIN_PORT, createPolicyServer } from '../../policy/server.ts';
 import { USAGE_PATH, usageHandler } from '../../policy/usage-http.ts';
+import { EGRESS_PATH, egressHandler } from '../../policy/egress-report.ts';
 import { openUsageReader } from '../../policy/usage-reader.ts';
 import { helpText, waitForStopSignal, type Command } from './command.ts';
 
@@ -16,7 +17,7 @@ export const policyCommand: Command = {
   help: helpText({
     synopsis: ['tintype policy'],
     about: 'The ext_authz service for Envoy on PORT (8081); claim, release and settle for renderers on TINTYPE_POLICY_SETTLE_PORT (8181); metrics, probes and the usage report (GET /usage, to loopback peers unless TINTYPE_POLICY_USAGE_OPEN=true) on the admin port (TINTYPE_ADMIN_PORT, 9081). SIGTERM or SIGINT stops it.',
-    settings: ['PORT', 'TINTYPE_POLICY_SETTLE_PORT', 'TINTYPE_ADMIN_PORT', 'TINTYPE_POLICY_USAGE_OPEN', 'TINTYPE_LEASE_SIGNING_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_MIGRATE', 'TINTYPE_PLANS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LEASE_GRACE_MS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
+    settings: ['PORT', 'TINTYPE_POLICY_SETTLE_PORT', 'TINTYPE_ADMIN_PORT', 'TINTYPE_POLICY_USAGE_OPEN', 'TINTYPE_LEASE_SIGNING_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_MIGRATE', 'TINTYPE_PLANS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LEASE_GRACE_MS', 'TINTYPE_EGRESS_AUDIT_DAYS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
     const config = loadConfig();
@@ -34,7 +35,10 @@ export const policyCommand: Command = {
       port: config.adminPort ?? POLICY_ADMIN_PORT,
       registries: [registry],
       ready: async () => server.healthy() && (await server.store.ping().then(() => true, () => false)),
-      routes: { [USAGE_PATH]: usageHandler({ reader: openUsageReader(config), plans: server.plans, clock: systemClock, logger, open: config.policyUsageOpen }) },
+      routes: {
+        [USAGE_PATH]: usageHandler({ reader: openUsageReader(config), plans: server.plans, clock: systemClock, logger, open: config.policyUsageOpen }),
+        [EGRESS_PATH]: egressHandler({ store: server.store.egress, logger, open: config.policyUsageOpen }),
+      },
       onDrain: () => server.leave(),
     });
     // Stopped in reverse: the server (readiness fails first), the admin port, then the spans of

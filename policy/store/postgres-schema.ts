@@ -5,6 +5,8 @@
  * everywhere: lease ▸ key_state ▸ usage_months (a reservation takes key_state ▸ usage_months
  * and only inserts a new lease), so no two transactions can wait on each other in a cycle.
  */
+import { EGRESS_PG_MIGRATION } from './egress-schema.ts';
+
 export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   {
     version: 1,
@@ -289,4 +291,5 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
     version: 6,
     sql: 'ALTER TABLE leases ADD COLUMN IF NOT EXISTS claimed BOOLEAN NOT NULL DEFAULT FALSE;',
   },
+  EGRESS_PG_MIGRATION,
 ];

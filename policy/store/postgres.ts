@@ -5,6 +5,7 @@
  */
 import pg from 'pg';
 import { PG_MIGRATIONS } from './postgres-schema.ts';
+import { postgresEgress } from './egress-postgres.ts';
 import type { ClaimResult } from '../../lib/policy-contract.ts';
 import {
   CLOSED_LEASE_MEMORY_MS,
@@ -69,6 +70,7 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
 
   return {
     kind: 'postgres',
+    egress: postgresEgress(pool),
     async migrate(options = {}) {
       const timeoutMs = options.timeoutMs ?? MIGRATION_TIMEOUT_MS;
       const c = await pool.connect();

@@ -13,6 +13,8 @@ import Database, { type SqliteDatabase } from './sqlite-driver.ts';
 import path from 'node:path';
 import { ensurePrivateDir, ensurePrivateFile, narrowIfPresent } from '../../lib/private-files.ts';
 import { type Checkpointer, startCheckpointer } from './sqlite-checkpointer.ts';
+import { EGRESS_SQLITE_MIGRATION } from './egress-schema.ts';
+import { sqliteEgress } from './egress-sqlite.ts';
 import type { ClaimResult } from '../../lib/policy-contract.ts';
 import {
   CLOSED_LEASE_MEMORY_MS,
@@ -192,6 +194,7 @@ export const SQLITE_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> 
     version: 6,
     sql: 'ALTER TABLE leases ADD COLUMN claimed INTEGER NOT NULL DEFAULT 0;',
   },
+  EGRESS_SQLITE_MIGRATION,
 ];
 
 /**
@@ -330,6 +333,7 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
 
   return {
     kind: 'sqlite',
+    egress: sqliteEgress(db),
     async migrate() {
       migrateTx.immediate();
     },

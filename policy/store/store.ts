@@ -4,6 +4,7 @@
  * against both. Every method may throw when the store cannot answer: callers fail closed.
  */
 import type { ClaimResult, Operation } from '../../lib/policy-contract.ts';
+import type { EgressStore } from './egress-store.ts';
 
 /**
  * The longest a check may spend in the store before it fails closed (503 busy), lock waits
@@ -103,6 +104,8 @@ export interface UsageRecord {
 
 export interface PolicyStore {
   readonly kind: 'sqlite' | 'postgres';
+  /** Keys' egress policies and the egress audit trail, in the same database (egress-store.ts). */
+  readonly egress: EgressStore;
   /**
    * Applies the versioned migrations not yet applied; safe to run again and from several processes.
    * `timeoutMs`: how long one statement may run (default: 120 s, as at a policy start).

@@ -5,6 +5,8 @@
 import http from 'node:http';
 import net from 'node:net';
 import type { Config } from '../../lib/config.ts';
+import { RENDER_OPEN_METHOD, parseAuditEntries } from '../../lib/egress.ts';
+import { LEASE_HEADER } from '../../lib/policy-contract.ts';
 import { isRejectReason } from '../../lib/errors.ts';
 import { REFUSALS_KEPT, renderStatsPath, type RenderTally } from '../../lib/guard-contract.ts';
 import type { GuardRoute } from './guard-pins.ts';
@@ -23,6 +25,8 @@ export interface GuardEndpoint {
    * pool asks `GET /renders/<token>` at the guard's listener (lib/guard-contract.ts).
    */
   takeTally?(token: string): RenderTally | Promise<RenderTally>;
+  /** Opens a render's token with its lease when the guard runs in this process; answers the status `POST /renders/<token>` would. */
+  openRender?(token: string, lease: string): number;
 }
 
 /** The endpoint named by the settings (`GUARD_SOCKET`, `GUARD_URL`), for a guard started elsewhere. */
@@ -105,7 +109,50 @@ export function parseTally(value: unknown): RenderTally {
         .slice(-REFUSALS_KEPT)
         .map((r) => ({ request: r.request, reason: r.reason }))
     : [];
-  return { blocked: v.blocked as number, firstReason, refused };
+  const tally: RenderTally = { blocked: v.blocked as number, firstReason, refused };
+  // A render opened with its lease: the guard's decisions for the audit trail (lib/egress.ts).
+  if (Array.isArray(v.audit)) tally.audit = parseAuditEntries(v.audit);
+  if (Number.isSafeInteger(v.auditDropped) && (v.auditDropped as number) >= 0) tally.auditDropped = v.auditDropped as number;
+  return tally;
+}
+
+/** Opens a render's token with its lease at the guard (`POST /renders/<token>`); resolves with the status. */
+export function openAt(address: GuardAddress, token: string, lease: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        ...('path' in address ? { socketPath: address.path } : { host: address.host, port: address.port }),
+        method: RENDER_OPEN_METHOD,
+        path: renderStatsPath(token),
+        headers: { [LEASE_HEADER]: lease, 'content-length': 0 },
+        agent: false,
+        timeout: TALLY_TIMEOUT_MS,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('guard open timed out')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A guard that answered, but did not open the render: it holds no lease public key, or not the one that signed. */
+export class RenderNotOpened extends Error {
+  override name = 'RenderNotOpened';
+}
+
+/** How a pool opens a render at its guard: in-process when offered, else over HTTP at the guard the render uses. */
+export function renderOpener(endpoint: GuardEndpoint, route: GuardRoute): (token: string, lease: string) => Promise<void> {
+  const check = (status: number): void => {
+    if (status !== 204) throw new RenderNotOpened(`the guard answered ${status} to opening a render`);
+  };
+  const open = endpoint.openRender;
+  if (open !== undefined) return async (token, lease) => check(open(token, lease));
+  return async (token, lease) => check(await openAt(await route.of(token), token, lease));
 }
 
 /** The tally reader a pool uses: in-process when offered, else over HTTP from the guard the render used. */

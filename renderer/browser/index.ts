@@ -3,6 +3,7 @@
  * "Slots and supervision"; docs/security.md "Start-up self-test"). The operations code against these exports; keep them stable.
  */
 export type {
+  EgressAuditSink,
   BrowserPool,
   BrowserPoolOptions,
   LaunchBrowser,

@@ -43,6 +43,8 @@ export interface BrowserIsolation {
   sandboxOn(): boolean;
   /** Reads (and clears) a render's refusal tally at the guard; rejects when the guard cannot answer. */
   readTally(token: string): Promise<RenderTally>;
+  /** Opens a render's token with its lease at the guard (guard-endpoint.ts renderOpener); rejects when it did not. */
+  openRender(token: string, lease: string): Promise<void>;
   /** Closes what start() opened. */
   stop(): Promise<void>;
 }

@@ -10,7 +10,7 @@ import type { RenderTally } from '../../lib/guard-contract.ts';
 import { chromiumExecutable, launchOptions } from './chromium.ts';
 import { JAIL_HOME, JAIL_PROFILE_DIR, type JailUser } from './chromium-jail.ts';
 import { startGuardBridge, type GuardBridge } from './guard-bridge.ts';
-import { guardAddress, tallyReader, type GuardAddress } from './guard-endpoint.ts';
+import { guardAddress, renderOpener, tallyReader, type GuardAddress } from './guard-endpoint.ts';
 import { oneGuard } from './guard-pins.ts';
 import { decideSandbox, runningAsRoot, type BrowserIsolation, type IsolatedBrowser, type IsolationOptions } from './isolation.ts';
 import { prepareNetnsLaunch } from './netns-launcher.ts';
@@ -35,6 +35,7 @@ class NetnsIsolation implements BrowserIsolation {
   /** The guard's unix socket as the relays inside dial it. */
   private guard: GuardAddress | undefined;
   private tallies: ((token: string) => Promise<RenderTally>) | undefined;
+  private opener: ((token: string, lease: string) => Promise<void>) | undefined;
   private bridge: GuardBridge | undefined;
 
   constructor(
@@ -62,9 +63,11 @@ class NetnsIsolation implements BrowserIsolation {
       this.bridge = await startGuardBridge(tcp);
       this.guard = { path: this.bridge.path };
       this.tallies = tallyReader(endpoint, oneGuard(tcp));
+      this.opener = renderOpener(endpoint, oneGuard(tcp));
     } else {
       this.guard = guardAddress(endpoint, 'netns');
       this.tallies = tallyReader(endpoint, oneGuard(this.guard));
+      this.opener = renderOpener(endpoint, oneGuard(this.guard));
     }
   }
 
@@ -113,6 +116,10 @@ class NetnsIsolation implements BrowserIsolation {
 
   readTally(token: string): Promise<RenderTally> {
     return this.tallies!(token);
+  }
+
+  openRender(token: string, lease: string): Promise<void> {
+    return this.opener!(token, lease);
   }
 
   async stop(): Promise<void> {

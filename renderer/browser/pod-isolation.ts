@@ -22,7 +22,7 @@ import puppeteer from 'puppeteer-core';
 import { renderTokenFrom, type RenderTally } from '../../lib/guard-contract.ts';
 import { sourceModule, typescriptLoader } from '../../lib/modules.ts';
 import { chromiumArgs } from './launcher/switches.ts';
-import { dialGuard, guardAddress, tallyReader } from './guard-endpoint.ts';
+import { dialGuard, guardAddress, renderOpener, tallyReader } from './guard-endpoint.ts';
 import { guardRoute, type GuardRoute } from './guard-pins.ts';
 import type { BrowserIsolation, IsolatedBrowser, IsolationOptions } from './isolation.ts';
 import type { SandboxVerdict } from './launcher/sandbox.ts';
@@ -53,6 +53,7 @@ class PodIsolation implements BrowserIsolation {
   readonly mode = 'pod';
   private route: GuardRoute | undefined;
   private tallies: ((token: string) => Promise<RenderTally>) | undefined;
+  private opener: ((token: string, lease: string) => Promise<void>) | undefined;
   private socketPath = '';
   /** The launcher this process started (no TINTYPE_BROWSER_SOCKET), and its private directory. */
   private local: { child: ChildProcess; dir: string; exited: Promise<void> } | undefined;
@@ -64,6 +65,7 @@ class PodIsolation implements BrowserIsolation {
     const lookup = this.options.guardLookup;
     this.route = guardRoute(guardAddress(this.options.guard, 'pod'), lookup === undefined ? {} : { lookup });
     this.tallies = tallyReader(this.options.guard, this.route);
+    this.opener = renderOpener(this.options.guard, this.route);
     const configured = this.options.config.browserSocket;
     if (configured !== undefined) {
       this.socketPath = configured;
@@ -107,6 +109,10 @@ class PodIsolation implements BrowserIsolation {
 
   readTally(token: string): Promise<RenderTally> {
     return this.tallies!(token);
+  }
+
+  openRender(token: string, lease: string): Promise<void> {
+    return this.opener!(token, lease);
   }
 
   async stop(): Promise<void> {

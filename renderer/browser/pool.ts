@@ -84,6 +84,8 @@ class Pool implements BrowserPool {
     this.tallies = {
       read: (token) => this.isolation.readTally(token),
       lost: (err) => this.verification.lost(err),
+      open: (token, lease) => this.isolation.openRender(token, lease),
+      ...(options.egressAudit === undefined ? {} : { audit: options.egressAudit }),
     };
     this.contexts = registry?.counter('tintype_render_contexts_total', 'Renders by whether a prepared context was ready for them (prepared="true") or had to be made on their clock.');
     if (registry !== undefined) {
@@ -155,7 +157,9 @@ class Pool implements BrowserPool {
     try {
       held = await this.supervisor.acquire(scope.signal);
       this.contexts?.inc({ prepared: String(held.prepared) });
-      const value = await scope.run(job.run, scope.enter(held));
+      const page = scope.enter(held);
+      await scope.open(job.lease);
+      const value = await scope.run(job.run, page);
       // Cut the lane before the final count, so nothing more is counted for this render.
       await scope.bound(held.instance.cut(held.lane));
       return { value, tally: await scope.finalTally() };

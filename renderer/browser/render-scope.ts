@@ -10,7 +10,8 @@ import { addTally, emptyTally, type RenderTally } from '../../lib/guard-contract
 import { untilAborted, withTimeout } from './bounded-wait.ts';
 import { INSTANCE_GONE, type HeldLane } from './instance.ts';
 import type { PreparedPage } from './prepared-page.ts';
-import type { RenderContext, RenderJob } from './types.ts';
+import { RenderNotOpened } from './guard-endpoint.ts';
+import type { EgressAuditSink, RenderContext, RenderJob } from './types.ts';
 
 /** How long a page that failed its render has to prove it is still alive. */
 const PROBE_TIMEOUT_MS = 2_000;
@@ -23,6 +24,10 @@ export interface TallySource {
   read(token: string): Promise<RenderTally>;
   /** The guard could not be asked: the walls are no longer proven. */
   lost(err: unknown): void;
+  /** Opens a render's token with its lease at the guard; rejects when the guard did not (RenderNotOpened) or could not answer. */
+  open(token: string, lease: string): Promise<void>;
+  /** Takes a leased render's guard decisions once it ended (the audit trail). */
+  audit?: EgressAuditSink;
 }
 
 /** Marks a span failed with the error's code only, as renderer/operations/telemetry.ts does. */
@@ -41,6 +46,10 @@ export class RenderScope {
   private readonly span: Span = tracer.startSpan('browser.context');
   private readonly total = emptyTally();
   private token: string | undefined;
+  /** The lease the render's token was opened with at the guard; its decisions are recorded. */
+  private lease: string | undefined;
+  /** Whether the whole tally was read (finalTally): nothing of the audit is left at the guard. */
+  private read = false;
   /**
    * Set when the guard could not be asked for this render's count: then nothing can tell what
    * the render reached, and the pool no longer knows its walls hold.
@@ -83,6 +92,27 @@ export class RenderScope {
     return page;
   }
 
+  /**
+   * Opens the render's token with the call's lease at the guard, before the page gets any work,
+   * so every fetch is held to the key's egress policy (docs/architecture.md §7 rule 4a). A guard
+   * that answers but will not open it (no lease public key, not the one that signed) fails the
+   * render as guard_unverified; one that does not answer is lost, as for a tally.
+   */
+  async open(lease: string | undefined): Promise<void> {
+    if (lease === undefined) return;
+    try {
+      await this.bound(this.tallies.open(this.token!, lease));
+    } catch (err) {
+      if (this.signal.aborted) throw err;
+      if (!(err instanceof RenderNotOpened)) {
+        this.guardLost = true;
+        this.tallies.lost(err);
+      }
+      throw new ServiceError('guard_unverified');
+    }
+    this.lease = lease;
+  }
+
   /** Runs the job's work on `page` until it settles or the render is aborted. */
   async run<T>(run: (ctx: RenderContext) => Promise<T>, page: PreparedPage): Promise<T> {
     const work = run({ cdp: page, page: () => this.bound(page.page()), signal: this.signal, tally: () => this.tally() });
@@ -110,7 +140,9 @@ export class RenderScope {
   /** The render's whole tally, read once its lane is cut; guard_unverified when the guard cannot answer. */
   async finalTally(): Promise<RenderTally> {
     try {
-      return await this.bound(this.tally());
+      const total = await this.bound(this.tally());
+      this.read = true;
+      return total;
     } catch (err) {
       if (this.signal.aborted) throw err;
       throw new ServiceError('guard_unverified');
@@ -148,7 +180,28 @@ export class RenderScope {
       .finally(() => {
         span.end();
         instance.renderEnded();
+        void this.sendAudit();
       });
+  }
+
+  /**
+   * Hands the render's guard decisions to the audit sink, after the render (its lane cut): a
+   * render that failed before its whole tally was read reads the rest first.
+   */
+  private async sendAudit(): Promise<void> {
+    const lease = this.lease;
+    const sink = this.tallies.audit;
+    if (lease === undefined || sink === undefined) return;
+    if (!this.read) {
+      try {
+        addTally(this.total, await this.tallies.read(this.token!));
+      } catch {
+        // The guard could not answer: what was read already is recorded.
+      }
+    }
+    const entries = this.total.audit ?? [];
+    const dropped = this.total.auditDropped ?? 0;
+    if (entries.length > 0 || dropped > 0) sink(lease, entries, dropped);
   }
 
   /** Refusals so far for this render; counts accumulate over calls. */

@@ -4,6 +4,7 @@
  */
 import type { Page, Browser, LaunchOptions } from 'puppeteer-core';
 import type { Config } from '../../lib/config.ts';
+import type { EgressAuditEntry } from '../../lib/egress.ts';
 import type { RenderTally } from '../../lib/guard-contract.ts';
 import type { GuardState } from '../../lib/state-contract.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
@@ -34,6 +35,12 @@ export interface RenderJob<T> {
   deadline: number;
   /** Aborted when the client went away. */
   signal?: AbortSignal;
+  /**
+   * The call's signed lease: the render's token is opened with it at the guard before the page
+   * gets any work, so the guard holds every fetch to the key's egress policy and records it
+   * (docs/architecture.md §7 rule 4a). None for the self-test.
+   */
+  lease?: string;
   run(ctx: RenderContext): Promise<T>;
 }
 
@@ -107,7 +114,12 @@ export interface BrowserPoolOptions {
   netnsUserNamespace?: boolean;
   /** Supervision intervals; the defaults suit production, tests shorten them. */
   timings?: PoolTimings;
+  /** Takes a leased render's guard decisions once it ended, for the audit trail (off the request's path). */
+  egressAudit?: EgressAuditSink;
 }
+
+/** Where a leased render's guard decisions go: its lease, the decisions, and how many the guard counted past its bound. */
+export type EgressAuditSink = (lease: string, entries: EgressAuditEntry[], dropped: number) => void;
 
 /** How often the pool looks at Chromium's memory and retries a failed self-test, and the self-test's budget. */
 export interface PoolTimings {

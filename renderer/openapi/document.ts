@@ -151,7 +151,13 @@ const SCHEMAS = {
   RequestTimeout: errorBody('request_timeout'),
   PayloadTooLarge: errorBody('payload_too_large'),
   UrlRejected: errorBody('url_rejected', {
-    reason: { type: 'string', enum: REJECT_REASONS },
+    reason: {
+      type: 'string',
+      enum: REJECT_REASONS,
+      description: 'The spec\'s reasons, and one extension: `not_allowed_for_key`, when the API key has an egress policy in ' +
+        'enforce mode and the page address (or a redirect hop of it) is outside the key\'s list of hosts. It is given only ' +
+        'for an address the spec\'s own rules pass.',
+    },
   }),
   RateLimited: errorBody('rate_limited', {
     limit: { type: 'integer', minimum: 1 },

@@ -9,7 +9,7 @@ import { htmlToImageWork } from './html-to-image.ts';
 import { pdfWork } from './pdf.ts';
 import { produce, type ProduceDeps, type RenderOperation } from './produce.ts';
 import { screenshotContentType, screenshotWork } from './screenshot.ts';
-import type { Rendered } from './types.ts';
+import type { RenderLease, Rendered } from './types.ts';
 
 export type { RenderContext, RenderJob, RenderPool, Rendered, UrlJudge } from './types.ts';
 export type { RenderOperation } from './produce.ts';
@@ -24,6 +24,8 @@ export interface CallScope {
   signal: AbortSignal;
   /** Epoch ms the request arrived; the budget counts from here. */
   startedAt: number;
+  /** The call's lease: the guard holds its render to the key's egress policy (lib/egress.ts). */
+  lease?: RenderLease;
 }
 
 export type RenderOperations = Record<RenderOperation, (body: unknown, scope: CallScope) => Promise<Rendered>>;
@@ -46,7 +48,7 @@ export function createOperations(deps: OperationDeps): RenderOperations {
       const by = deadline(scope);
       return produce(deps, {
         operation: 'screenshot', key: screenshotKey(req), contentType: screenshotContentType(req), url: req.url,
-        refusalFailsRender: false, deadline: by, signal: scope.signal,
+        refusalFailsRender: false, deadline: by, signal: scope.signal, lease: scope.lease,
         work: (ctx) => screenshotWork(ctx, req, by),
       });
     },
@@ -55,7 +57,7 @@ export function createOperations(deps: OperationDeps): RenderOperations {
       const by = deadline(scope);
       return produce(deps, {
         operation: 'html-to-image', key: htmlToImageKey(req), contentType: 'image/png',
-        refusalFailsRender: true, deadline: by, signal: scope.signal,
+        refusalFailsRender: true, deadline: by, signal: scope.signal, lease: scope.lease,
         work: (ctx) => htmlToImageWork(ctx, req, by),
       });
     },
@@ -67,7 +69,7 @@ export function createOperations(deps: OperationDeps): RenderOperations {
         ...(req.url !== undefined ? { url: req.url } : {}),
         // The html form meets sub-resources as html-to-image does (4.4 rule 2), so a render that
         // fails with refusals in it is the same 422 as 4.3 rule 5 (docs/decisions.md).
-        refusalFailsRender: req.url === undefined, deadline: by, signal: scope.signal,
+        refusalFailsRender: req.url === undefined, deadline: by, signal: scope.signal, lease: scope.lease,
         work: (ctx) => pdfWork(ctx, req, by, deps.maxOutputBytes),
       });
     },

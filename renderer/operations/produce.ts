@@ -8,7 +8,9 @@ import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
 import type { RenderTally } from '../../lib/guard-contract.ts';
 import type { RenderCache } from '../cache/cache.ts';
 import { inSpan, startSpan } from './telemetry.ts';
-import type { RenderContext, RenderPool, Rendered, UrlJudge } from './types.ts';
+import { keyedCacheKey, pageAllowedForKey, pageRefusal } from './egress.ts';
+import type { EgressAuditSink } from '../browser/index.ts';
+import type { RenderContext, RenderLease, RenderPool, Rendered, UrlJudge } from './types.ts';
 
 /** What produce() needs from the server. */
 export interface ProduceDeps {
@@ -17,6 +19,8 @@ export interface ProduceDeps {
   judge: UrlJudge;
   maxOutputBytes: number;
   now?: () => number;
+  /** Takes the page-address refusal of a leased call, which no guard sees, for the audit trail. */
+  egressAudit?: EgressAuditSink;
 }
 
 export type RenderOperation = 'screenshot' | 'html-to-image' | 'pdf';
@@ -34,6 +38,8 @@ export interface RenderSpec {
   deadline: number;
   /** Aborted when the client goes away. */
   signal: AbortSignal;
+  /** The call's lease, when it has one (a test may call without). */
+  lease?: RenderLease | undefined;
   /** The page work: returns the encoded file. */
   work(ctx: RenderContext): Promise<Buffer>;
 }
@@ -54,10 +60,16 @@ export async function produce(deps: ProduceDeps, spec: RenderSpec): Promise<Rend
   return inSpan('render', { 'tintype.operation': spec.operation }, async (span) => {
     if (spec.url !== undefined) {
       const verdict = await deps.judge(spec.url);
-      if (!verdict.ok) throw new ServiceError('url_rejected', { reason: verdict.reason });
+      // The key's egress policy after the spec's rules, before the cache: a hit is no way round it.
+      const reason = !verdict.ok ? verdict.reason : pageAllowedForKey(spec.url, spec.lease?.claims.egress) ? undefined : 'not_allowed_for_key';
+      if (reason !== undefined) {
+        if (spec.lease !== undefined) deps.egressAudit?.(spec.lease.token, [pageRefusal(spec.url, reason, spec.lease.claims.egress, deps.now ?? Date.now)], 0);
+        throw new ServiceError('url_rejected', { reason });
+      }
     }
+    const key = keyedCacheKey(spec.key, spec.lease?.claims.egress);
     const cached = await inSpan('cache.lookup', {}, async (s) => {
-      const hit = await deps.cache.get(spec.key);
+      const hit = await deps.cache.get(key);
       s.setAttribute('tintype.cache', hit === undefined ? 'miss' : 'hit');
       return hit;
     });
@@ -77,6 +89,7 @@ export async function produce(deps: ProduceDeps, spec: RenderSpec): Promise<Rend
     const { value, tally } = await deps.pool.render({
       deadline: spec.deadline,
       signal: spec.signal,
+      ...(spec.lease === undefined ? {} : { lease: spec.lease.token }),
       run: async (ctx) => {
         endWait();
         try {
@@ -95,7 +108,7 @@ export async function produce(deps: ProduceDeps, spec: RenderSpec): Promise<Rend
     // Spec Part 7: output over the maximum render size is 502 render_too_large, and is not cached.
     if (value.length > deps.maxOutputBytes) throw new ServiceError('render_too_large');
     await inSpan('cache.store', { 'tintype.bytes': value.length }, () =>
-      deps.cache.set(spec.key, { body: value, contentType: spec.contentType }));
+      deps.cache.set(key, { body: value, contentType: spec.contentType }));
     return { body: value, contentType: spec.contentType, cache: 'miss', blocked: tally.blocked };
   });
 }

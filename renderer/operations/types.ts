@@ -3,6 +3,7 @@
  * (renderer/browser), the guard's page-address judgement (guard judgeUrl) and the cache.
  */
 import type { RejectReason } from '../../lib/errors.ts';
+import type { LeaseClaims } from '../../lib/lease.ts';
 import type { BrowserPool } from '../browser/index.ts';
 
 export type { RenderContext, RenderJob } from '../browser/index.ts';
@@ -12,6 +13,12 @@ export type RenderPool = Pick<BrowserPool, 'render' | 'selfTestPassed' | 'guardS
 
 /** The guard's verdict on a page address, asked before any slot is taken (spec 4.4 rule 3). */
 export type UrlJudge = (url: string) => Promise<{ ok: true } | { ok: false; reason: RejectReason }>;
+
+/** A call's signed lease as the renderer checked it: the token goes to the guard, the claims name the key's policy. */
+export interface RenderLease {
+  token: string;
+  claims: LeaseClaims;
+}
 
 /** A finished answer body of a render operation. */
 export interface Rendered {

@@ -14,6 +14,7 @@ import type { Registry } from '../../lib/metrics.ts';
 import { ROLE_MAX_REQUEST_HEADER_BYTES, type Settler } from '../../lib/policy-contract.ts';
 import type { RenderCache } from '../cache/cache.ts';
 import { createOperations, type RenderPool, type UrlJudge } from '../operations/index.ts';
+import type { EgressAuditSink } from '../browser/index.ts';
 import { adminHandler } from '../../lib/admin.ts';
 import { writeBody } from '../../lib/answers.ts';
 import { withTimeout } from '../browser/bounded-wait.ts';
@@ -75,6 +76,8 @@ export interface RendererServerOptions {
   /** Interface to listen on; all interfaces when omitted. */
   host?: string;
   now?: () => number;
+  /** Where a leased call's page-address refusal goes for the egress audit trail (the pool sends the guard's decisions). */
+  egressAudit?: EgressAuditSink;
 }
 
 export interface RendererServer extends Lifecycle {
@@ -94,6 +97,7 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
   metrics.slotsBusy.collect(() => metrics.slotsBusy.set(pool.stats().busy));
   metrics.slotsTotal.collect(() => metrics.slotsTotal.set(pool.stats().slots));
   const operations = createOperations({
+    ...(options.egressAudit === undefined ? {} : { egressAudit: options.egressAudit }),
     pool, cache, judge: options.judge, maxOutputBytes: config.maxOutputBytes, renderTimeoutMs: config.renderTimeoutMs, now,
   });
   const pendingSettles = new Set<Promise<void>>();

@@ -80,6 +80,7 @@ export function requestScope(options: {
     if (claim === 'held') throw new ServiceError('busy');
     if (claim === 'spent') throw new ServiceError('unauthorized');
 
+    ctx.state.lease = { token: lease, claims };
     options.onAccepted?.();
     const outcome = (decided: boolean): Answered => {
       const status = decided ? ctx.res.statusCode : CLIENT_CLOSED;

@@ -15,7 +15,9 @@ import type { RendererState } from './state.ts';
 function renderRoute(operations: RenderOperations, operation: RenderOperation): Middleware<RendererState> {
   return async (ctx) => {
     const body = await readJsonBody(ctx.req);
-    const rendered: Rendered = await operations[operation](body, { signal: ctx.state.signal, startedAt: ctx.state.startedAt });
+    const rendered: Rendered = await operations[operation](body, {
+      signal: ctx.state.signal, startedAt: ctx.state.startedAt, ...(ctx.state.lease === undefined ? {} : { lease: ctx.state.lease }),
+    });
     ctx.state.cache = rendered.cache;
     ctx.status = 200;
     ctx.type = rendered.contentType;

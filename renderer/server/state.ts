@@ -1,5 +1,6 @@
 /** What a request's middlewares share through ctx.state. */
 import type { RejectReason } from '../../lib/errors.ts';
+import type { LeaseClaims } from '../../lib/lease.ts';
 import type { CacheOutcome, Operation } from '../../lib/policy-contract.ts';
 
 export interface RendererState {
@@ -15,6 +16,8 @@ export interface RendererState {
   /** Whether anything was rendered, for 200 answers of render operations. */
   cache?: CacheOutcome;
   blocked?: number;
+  /** The request's lease once checked and claimed: its token and what it says (the key's egress policy among it). */
+  lease?: { token: string; claims: LeaseClaims };
   /** The OG query string, which the access line carries (spec 4.5 rule 7). */
   ogQuery?: string;
 }

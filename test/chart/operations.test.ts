@@ -231,16 +231,17 @@ t.test('a Secret change rolls exactly the roles that read it (checksum per role,
     return Object.fromEntries(['policy', 'renderer', 'guard', 'envoy'].map((r) => [r, deployment(objects, r).spec.template.metadata.annotations?.['checksum/secret']]));
   };
   const base = await sums('');
-  t.ok(base['policy'] && base['renderer'], 'policy and the renderer carry one');
-  t.equal(base['guard'], undefined, 'the guard reads no Secret');
+  t.ok(base['policy'] && base['renderer'] && base['guard'], 'policy, the renderer and the guard carry one');
   // Rotation's order (docs/helm.md "Rotating the lease secret"): a new public key rolls every
   // pod that verifies, a new signing key only policy, which alone signs.
   const verify = await sums(`secrets.leasePublicKeys=${TEST_LEASE_ENV.TINTYPE_LEASE_PUBLIC_KEYS}`);
   t.not(verify['policy'], base['policy'], 'a public key change rolls policy');
   t.not(verify['renderer'], base['renderer'], 'and the renderers');
+  t.not(verify['guard'], base['guard'], 'and the guards, which check each render\'s lease (docs/security.md "Egress policy per key")');
   const sign = await sums(`secrets.leaseSigningKey=${TEST_LEASE_ENV.TINTYPE_LEASE_SIGNING_KEY}`);
   t.not(sign['policy'], base['policy'], 'a signing key change rolls policy');
   t.equal(sign['renderer'], base['renderer'], 'and not the renderers, which never hold it');
+  t.equal(sign['guard'], base['guard'], 'nor the guards');
   const db = await sums('secrets.databaseUrl=postgres://tintype:other@postgresql:5432/tintype');
   t.not(db['policy'], base['policy'], 'DATABASE_URL rolls policy');
   t.equal(db['renderer'], base['renderer'], 'and not the renderers, which do not read it');

@@ -12,6 +12,7 @@ import t from 'tap';
 import { httpStateReader } from '../../controller/read-state.ts';
 import { createGuard } from '../../guard/index.ts';
 import { createLogger } from '../../lib/log.ts';
+import { testLeaseKeyPair } from '../lib/leases.ts';
 import { post, SITE_HOST, startHarness, startSite, until } from '../renderer/server/harness.ts';
 
 const held = new Set<http.ServerResponse>();
@@ -28,7 +29,9 @@ const site = await startSite((_req, res) => {
 // that stopping it is a guard lost.
 const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-state-'));
 const socket = path.join(dir, 'guard.sock');
-const guard = createGuard({ socket, allowCidrs: [`${SITE_HOST}/32`], logger: createLogger('state-test', { level: 'error' }), stopGraceMs: 500 });
+const guard = createGuard({
+  socket, allowCidrs: [`${SITE_HOST}/32`], leasePublicKeys: [testLeaseKeyPair.publicKey], logger: createLogger('state-test', { level: 'error' }), stopGraceMs: 500,
+});
 await guard.start();
 const h = await startHarness({ env: { TINTYPE_SLOTS: '2', TINTYPE_RENDER_TIMEOUT_MS: '20000' }, poolGuardSocket: socket });
 t.teardown(async () => {

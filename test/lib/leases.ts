@@ -11,6 +11,9 @@ export const TEST_LEASE_ENV = Object.freeze({
   TINTYPE_LEASE_PUBLIC_KEYS: leaseKeyText(pair.publicKey),
 });
 
+/** The key pair itself: a guard of a test's own checks leases with its public key. */
+export const testLeaseKeyPair = pair;
+
 /** The signer policy would sign with under TEST_LEASE_ENV. */
 export const testLeaseKeys = leaseSigner(pair.privateKey);
 

@@ -158,7 +158,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ? createLogger('renderer-test', { level: 'debug', sink: options.logSink })
     : createLogger('renderer-test', { level: config.logLevel });
   const registry = new Registry();
-  const guard = createGuard({ socket: path.join(dir, 'guard.sock'), allowCidrs: config.guardAllowCidrs, logger, stopGraceMs: 500 });
+  // The guard checks each render's lease when the renderer opens it (docs/security.md "Egress policy per key").
+  const guard = createGuard({ socket: path.join(dir, 'guard.sock'), allowCidrs: config.guardAllowCidrs, leasePublicKeys: config.leasePublicKeys, logger, stopGraceMs: 500 });
   await guard.start();
   const pool =
     options.pool ??

@@ -1,0 +1,82 @@
+/**
+ * Keys' egress policies as policy signs them into leases (docs/security.md "Egress policy per
+ * key"). Every replica keeps them all in memory, with the ids of every key it has read, and asks
+ * the store every POLL_MS whether any changed (one small read of `egress_generation`), reading
+ * them again only then; a check of a known key never waits for the store for them. A key it has
+ * not read yet (made since) is looked up once, so a key made with a list never renders without it. A change made with `tintype keys egress` is thereby in every
+ * replica's next leases within POLL_MS and a read; a replica that has not heard from the store
+ * for FRESH_MS grants nothing (the check fails closed, 503 busy) rather than sign an old list.
+ */
+import type { EgressPolicy } from '../lib/egress.ts';
+import type { Logger } from '../lib/log.ts';
+import type { EgressStore } from './store/egress-store.ts';
+
+/** How often a replica asks whether a policy changed. */
+export const POLL_MS = 200;
+/** How old the last answer may be when a lease is signed. */
+export const FRESH_MS = 1_000;
+
+export interface EgressPolicies {
+  /** Throws when the last read is older than FRESH_MS: asked before a check reserves anything. */
+  fresh(): void;
+  /** The key's policy as last read, or undefined for none; a key not read yet is looked up now. */
+  of(keyId: string): Promise<EgressPolicy | undefined>;
+  /** Reads them once, then polls. */
+  start(): Promise<void>;
+  stop(): void;
+}
+
+export function egressPolicies(store: EgressStore, logger: Logger, now: () => number = () => performance.now()): EgressPolicies {
+  let byKey = new Map<string, EgressPolicy>();
+  let keys = new Set<string>();
+  let generation = -1;
+  let heardAt = -Infinity;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const poll = async (): Promise<void> => {
+    const asked = now();
+    if ((await store.generation()) !== generation) {
+      const read = await store.policies();
+      byKey = read.byKey;
+      keys = read.keys;
+      generation = read.generation;
+    }
+    // Fresh as of when it was asked, not when the answer came.
+    heardAt = asked;
+  };
+  const loop = (): void => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      poll().catch((err: unknown) => {
+        logger.warn('store_unavailable', { during: 'egress_poll', message: err instanceof Error ? err.message : String(err) });
+      }).finally(loop);
+    }, POLL_MS);
+    timer.unref();
+  };
+  return {
+    fresh() {
+      if (now() - heardAt > FRESH_MS) throw new Error('egress policies not read from the store for over 1 s');
+    },
+    async of(keyId) {
+      if (keys.has(keyId)) return byKey.get(keyId);
+      const asked = generation;
+      const policy = await store.policyOf(keyId);
+      // Kept until the next change reads everything again (a change of this key moves the
+      // generation); not kept when one was read meanwhile, which may be newer than this answer.
+      if (generation === asked) {
+        keys.add(keyId);
+        if (policy !== undefined) byKey.set(keyId, policy);
+      }
+      return policy;
+    },
+    async start() {
+      stopped = false;
+      await poll();
+      loop();
+    },
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
