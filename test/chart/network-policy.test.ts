@@ -182,6 +182,18 @@ t.test('with tracing on, every role reaches the collector and nothing else is op
   t.notOk(allowed(monitored, HERE, renderer, internet, 443));
 });
 
+t.test("monitoring on with the default Prometheus peer: the release's namespace only, never a look-alike elsewhere", async (t) => {
+  const monitored = ofKind(await render('default-values.yaml', ['--set', 'monitoring.serviceMonitors.enabled=true']), 'NetworkPolicy');
+  const lookAlike = pod({ 'app.kubernetes.io/name': 'prometheus' }, ns('anyone'), '10.5.0.1');
+  for (const [r, port] of [[renderer, 9082], [policy, 9081], [guard, 9128], [envoy, 9902]] as const) {
+    const name = r.labels!['app.kubernetes.io/component'];
+    t.ok(allowed(monitored, HERE, prometheus, r, port), `Prometheus in the release's namespace scrapes ${name}`);
+    t.notOk(allowed(monitored, HERE, lookAlike, r, port), `a pod labelled prometheus in another namespace may not reach ${name}'s admin port`);
+  }
+  const anywhere = ofKind(await render('default-values.yaml', ['--set', 'monitoring.serviceMonitors.enabled=true', '--set-json', 'networkPolicy.prometheus.namespaceSelector={}']), 'NetworkPolicy');
+  t.ok(allowed(anywhere, HERE, lookAlike, renderer, 9082), 'an empty namespaceSelector, set on purpose, still means any namespace');
+});
+
 t.test('the default values give the same walls (no controller: nobody else reaches the admin port)', async (t) => {
   const defaults = ofKind(await render('default-values.yaml'), 'NetworkPolicy');
   t.notOk(defaults.some((p) => p.metadata.name.endsWith('-controller')));
