@@ -96,7 +96,7 @@ export interface Config {
   envoyAdminUrl: string;
   drainWaitS: number;
   drainTimeS: number;
-  /** A role (policy, guard, renderer, `tintype start`): seconds it keeps serving, unready, after SIGTERM (lib/admin.ts `drainAfterSignal`). */
+  /** Policy, the guard and the renderer: seconds a role keeps serving, unready, after SIGTERM (lib/admin.ts `drainAfterSignal`). */
   termDrainS: number;
   /** PostgreSQL connections policy keeps open at most. */
   pgPoolSize: number;
