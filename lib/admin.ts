@@ -1,10 +1,11 @@
 /**
  * The admin listener every role has, on its own port and never on the public one: `/metrics`
  * (Prometheus text), `/healthz/live` (200 while the process answers), `/healthz/ready` (200 once
- * the role is ready), `/healthz/drain` (a pod's preStop: readiness fails from then on, and the
- * answer comes after `wait_s` seconds in which the role keeps serving, so the endpoints and Envoy
- * let go of the pod before SIGTERM stops it), and the paths a role adds (the renderer's
- * `/state`, policy's `/usage`).
+ * the role is ready, 503 from the start of a drain), and the paths a role adds (the renderer's
+ * `/state`, policy's `/usage`). Every path only reads: a drain is begun by the role's own SIGTERM
+ * (`drainAfterSignal`), never by a request, since whatever shares the pod's network (the
+ * renderer's browser container) or may reach the port (docs/security.md) could otherwise make the
+ * role unready for good.
  * One listener can serve the registries of several roles (`tintype start`).
  */
 import http from 'node:http';
@@ -13,6 +14,7 @@ import { writeBody, writeMethodNotAllowed, writeNotFound } from './answers.ts';
 import { drain } from './body.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { listen } from './listen.ts';
+import type { Logger } from './log.ts';
 import { PROMETHEUS_CONTENT_TYPE, type Registry } from './metrics.ts';
 
 /**
@@ -23,10 +25,6 @@ import { PROMETHEUS_CONTENT_TYPE, type Registry } from './metrics.ts';
 export const METRICS_PATH = '/metrics';
 export const LIVE_PATH = '/healthz/live';
 export const READY_PATH = '/healthz/ready';
-/** The preStop hook's path (docs/helm.md, "Rolling restarts"): `GET /healthz/drain?wait_s=N`. */
-export const DRAIN_PATH = '/healthz/drain';
-/** The longest wait a drain may ask for: it must fit in the pod's grace period. */
-export const MAX_DRAIN_WAIT_S = 300;
 
 export interface AdminOptions {
   host?: string;
@@ -38,21 +36,27 @@ export interface AdminOptions {
   routes?: Readonly<Record<string, http.RequestListener>>;
   /**
    * Called once, when a drain begins: the role's listeners start answering `connection: close`
-   * (lib/graceful-close.ts `leave`), so kept-alive clients move to other pods before SIGTERM.
+   * (lib/graceful-close.ts `leave`), so kept-alive clients move to other pods before it stops.
    */
   onDrain?: () => void;
 }
 
-export interface AdminServer extends Lifecycle {
+/** What begins a drain: readiness fails from then on, and the role is told once. */
+export interface Drainable {
+  drain(): void;
+  draining(): boolean;
+}
+
+export interface AdminServer extends Lifecycle, Drainable {
   port(): number;
 }
 
-/** The admin listener's request handler, for a server a role makes itself. */
-export function adminHandler(options: AdminOptions): http.RequestListener {
+/** The admin listener's request handler, for a server a role makes itself, and its drain. */
+export function adminHandler(options: AdminOptions): http.RequestListener & Drainable {
   // Once a drain began, the pod is on its way out: never ready again.
   let draining = false;
-  return (req, res) => {
-    const [path, query = ''] = (req.url ?? '/').split('?', 2) as [string, string?];
+  const handler: http.RequestListener = (req, res) => {
+    const path = (req.url ?? '/').split('?', 1)[0]!;
     drain(req);
     if (req.method !== 'GET' && req.method !== 'HEAD') return writeMethodNotAllowed(res, 'GET, HEAD');
     const route = options.routes !== undefined && Object.hasOwn(options.routes, path) ? options.routes[path] : undefined;
@@ -68,25 +72,44 @@ export function adminHandler(options: AdminOptions): http.RequestListener {
         .then(options.ready)
         .catch(() => false)
         .then((ok) => writeBody(res, ok ? 200 : 503, { ready: ok }));
-    } else if (path === DRAIN_PATH) {
-      const raw = new URLSearchParams(query).get('wait_s') ?? '0';
-      const waitS = /^\d{1,3}$/.test(raw) ? Number(raw) : NaN;
-      if (!(waitS <= MAX_DRAIN_WAIT_S)) {
-        return writeBody(res, 400, { error: 'bad_request', message: `wait_s: whole seconds, 0 to ${MAX_DRAIN_WAIT_S}` });
-      }
-      if (!draining) options.onDrain?.();
-      draining = true;
-      const timer = setTimeout(() => writeBody(res, 200, { draining: true, waitedS: waitS }), waitS * 1000);
-      // A hook that gives up (the grace period ended) needs no answer.
-      res.once('close', () => clearTimeout(timer));
     } else {
       writeNotFound(res);
     }
   };
+  return Object.assign(handler, {
+    drain() {
+      if (!draining) options.onDrain?.();
+      draining = true;
+    },
+    draining: () => draining,
+  });
+}
+
+/**
+ * After the stop signal, before the role stops: at SIGTERM (a pod's deletion) with a wait, the
+ * role drains (readiness fails, kept-alive clients are sent elsewhere) and keeps serving for
+ * `waitS` seconds while the endpoints and Envoy let go of the pod, then returns so the role stops
+ * (docs/helm.md, "Rolling restarts"). SIGINT (a terminal), or a second signal during the wait,
+ * stops at once. The drain always ends in the stop: nothing else begins one.
+ */
+export async function drainAfterSignal(signal: NodeJS.Signals, waitS: number, drains: readonly Drainable[], logger: Logger): Promise<void> {
+  if (signal !== 'SIGTERM' || waitS === 0) return;
+  for (const d of drains) d.drain();
+  logger.info('draining', { wait_s: waitS });
+  let timer: NodeJS.Timeout | undefined;
+  let onSignal: (() => void) | undefined;
+  await new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, waitS * 1000);
+    onSignal = resolve;
+    process.once('SIGTERM', onSignal).once('SIGINT', onSignal);
+  });
+  clearTimeout(timer);
+  process.off('SIGTERM', onSignal!).off('SIGINT', onSignal!);
 }
 
 export function createAdminServer(options: AdminOptions): AdminServer {
-  const server = http.createServer(adminHandler(options));
+  const handler = adminHandler(options);
+  const server = http.createServer(handler);
   let listening = false;
   return {
     async start() {
@@ -100,6 +123,8 @@ export function createAdminServer(options: AdminOptions): AdminServer {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
     healthy: () => listening,
+    drain: handler.drain,
+    draining: handler.draining,
     port: () => (server.address() as AddressInfo).port,
   };
 }

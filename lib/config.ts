@@ -98,6 +98,8 @@ export interface Config {
   envoyAdminUrl: string;
   drainWaitS: number;
   drainTimeS: number;
+  /** Policy, the guard and the renderer: seconds a role keeps serving, unready, after SIGTERM (lib/admin.ts `drainAfterSignal`). */
+  termDrainS: number;
   /** PostgreSQL connections policy keeps open at most. */
   pgPoolSize: number;
   /** Worker threads that draw Open Graph cards (spec 4.5; drawing blocks its thread). */
@@ -265,6 +267,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     envoyAdminUrl: url(env, 'TINTYPE_ENVOY_ADMIN_URL', ['http']) ?? 'http://127.0.0.1:9901',
     drainWaitS: integer(env, 'TINTYPE_DRAIN_WAIT_S', 15, 0, 300),
     drainTimeS: integer(env, 'TINTYPE_DRAIN_TIME_S', 45, 1, 3_600),
+    termDrainS: integer(env, 'TINTYPE_TERM_DRAIN_S', 0, 0, 300),
     pgPoolSize: integer(env, 'TINTYPE_PG_POOL', 10, 1, 200),
     ogThreads: integer(env, 'TINTYPE_OG_THREADS', 2, 1, 64),
     ogQueue: integer(env, 'TINTYPE_OG_QUEUE', 64, 0, 100_000),

@@ -20,11 +20,43 @@ export interface Logger {
   child(fields: Fields): Logger;
 }
 
-const SECRET = /sk_[A-Za-z0-9_-]{8,}/g;
+/** A percent sign, itself percent-encoded any number of times (`%`, `%25`, `%2525`). */
+const PERCENT = '%(?:25)*';
+/**
+ * A key-shaped secret (`sk_` and at least 8 more characters) in any spelling a URL allows: each
+ * character literal or percent-encoded (`sk%5F…`, `%73k_…`, encoded twice), since an og query is
+ * logged as it came.
+ */
+const SECRET = new RegExp(`(?:s|${PERCENT}73)(?:k|${PERCENT}6[bB])(?:_|${PERCENT}5[fF])(?:[A-Za-z0-9_-]|${PERCENT}[0-9A-Fa-f]{2}){8,}`, 'g');
+/** A query parameter in a logged line: what leads it, its name and its value, as written. */
+const PARAM = /([?&"])([^=&"\s]+)=([^&"\s]*)/g;
+/** Parameter names whose value is a key whatever it holds, compared once decoded. */
+const KEY_PARAM = /^(?:api[\s_.-]?key|apikey|key|(?:access[\s_.-]?)?token|secret)$/i;
 
-/** Masks anything shaped like an API key secret. */
+/** `text` percent-decoded until it no longer changes (at most 4 rounds); as written if it is not valid. */
+function decoded(text: string): string {
+  let t = text;
+  for (let i = 0; i < 4; i++) {
+    let next: string;
+    try {
+      next = decodeURIComponent(t.replace(/\+/g, ' '));
+    } catch {
+      return t;
+    }
+    if (next === t) return t;
+    t = next;
+  }
+  return t;
+}
+
+/**
+ * Masks anything shaped like an API key secret, however percent-encoded, and drops the value of
+ * any query parameter named like a key (`api_key`, `api%5Fkey`, `token`, …) whatever it holds.
+ */
 export function redact(text: string): string {
-  return text.replace(SECRET, 'sk_[redacted]');
+  return text
+    .replace(PARAM, (all: string, lead: string, name: string, value: string) => (value !== '' && KEY_PARAM.test(decoded(name).trim()) ? `${lead}${name}=[redacted]` : all))
+    .replace(SECRET, 'sk_[redacted]');
 }
 
 export function createLogger(

@@ -275,7 +275,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     const lease = await signedLeaseOf(req, res);
     if (lease === undefined) return;
     await claimCall(res, 'claim', async () => {
-      const result = await store.claim(lease.id);
+      const result = await store.claim(lease);
       metrics.claims.inc({ result });
       if (result !== 'claimed') logger.warn('claim_refused', { result, key: lease.keyId });
       return CLAIM_STATUS[result];
@@ -287,7 +287,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     const lease = await signedLeaseOf(req, res);
     if (lease === undefined) return;
     await claimCall(res, 'release', async () => {
-      await store.release(lease.id);
+      await store.release(lease);
       metrics.claims.inc({ result: 'released' });
       return 204;
     });

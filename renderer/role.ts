@@ -90,7 +90,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
   const pool = createBrowserPool({
     config, logger: logger.child({ component: 'browser' }), registry, guard: endpoint, ...(egressAudit === undefined ? {} : { egressAudit }),
   });
-  const cache = createRenderCache(config, logger);
+  const cache = createRenderCache(config, logger, registry);
   // OG cards are drawn on worker threads, inside the same render budget (spec 4.5; Part 7 504).
   const og = createOgDrawer({ threads: config.ogThreads, maxQueue: config.ogQueue, drawTimeoutMs: config.renderTimeoutMs, registry });
   const ownSettler = options.settler === undefined ? settlerFor(config, logger) : undefined;

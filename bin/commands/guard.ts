@@ -2,7 +2,7 @@
  * `tintype guard`: the egress guard on its own (docs/architecture.md §1): the forward proxy on PORT
  * (default 3128) and/or GUARD_SOCKET, metrics and probes on the admin port. Wiring only.
  */
-import { createAdminServer } from '../../lib/admin.ts';
+import { createAdminServer, drainAfterSignal } from '../../lib/admin.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { lifecycleGroup } from '../../lib/lifecycle.ts';
 import { ANY_ADDRESS } from '../../lib/listen.ts';
@@ -18,7 +18,7 @@ export const guardCommand: Command = {
   help: helpText({
     synopsis: ['tintype guard'],
     about: 'The egress guard (forward proxy) on PORT (3128) and/or GUARD_SOCKET; metrics and probes on the admin port (TINTYPE_ADMIN_PORT, 9128).',
-    settings: ['PORT', 'TINTYPE_ADMIN_PORT', 'GUARD_SOCKET', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'TINTYPE_LEASE_PUBLIC_KEYS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LOG_LEVEL'],
+    settings: ['PORT', 'TINTYPE_TERM_DRAIN_S', 'TINTYPE_ADMIN_PORT', 'GUARD_SOCKET', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'TINTYPE_LEASE_PUBLIC_KEYS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
     const config = loadConfig();
@@ -51,6 +51,7 @@ export const guardCommand: Command = {
     await parts.start(guard);
     logger.info('guard.admin_listening', { port: admin.port() });
     const signal = await waitForStopSignal();
+    await drainAfterSignal(signal, config.termDrainS, [admin], logger);
     logger.info('stopping', { signal });
     await parts.stop(signal);
     logger.info('stopped', { signal });

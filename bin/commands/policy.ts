@@ -5,7 +5,7 @@ import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { startTelemetry } from '../../lib/telemetry.ts';
-import { createAdminServer } from '../../lib/admin.ts';
+import { createAdminServer, drainAfterSignal } from '../../lib/admin.ts';
 import { systemClock } from '../../policy/calendar.ts';
 import { POLICY_ADMIN_PORT, createPolicyServer } from '../../policy/server.ts';
 import { USAGE_PATH, usageHandler } from '../../policy/usage-http.ts';
@@ -17,7 +17,7 @@ export const policyCommand: Command = {
   help: helpText({
     synopsis: ['tintype policy'],
     about: 'The ext_authz service for Envoy on PORT (8081); claim, release and settle for renderers on TINTYPE_POLICY_SETTLE_PORT (8181); metrics, probes and the usage report (GET /usage, to loopback peers unless TINTYPE_POLICY_USAGE_OPEN=true) on the admin port (TINTYPE_ADMIN_PORT, 9081). SIGTERM or SIGINT stops it.',
-    settings: ['PORT', 'TINTYPE_POLICY_SETTLE_PORT', 'TINTYPE_ADMIN_PORT', 'TINTYPE_POLICY_USAGE_OPEN', 'TINTYPE_LEASE_SIGNING_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_MIGRATE', 'TINTYPE_PLANS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LEASE_GRACE_MS', 'TINTYPE_EGRESS_AUDIT_DAYS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
+    settings: ['PORT', 'TINTYPE_TERM_DRAIN_S', 'TINTYPE_POLICY_SETTLE_PORT', 'TINTYPE_ADMIN_PORT', 'TINTYPE_POLICY_USAGE_OPEN', 'TINTYPE_LEASE_SIGNING_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_MIGRATE', 'TINTYPE_PLANS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LEASE_GRACE_MS', 'TINTYPE_EGRESS_AUDIT_DAYS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
     const config = loadConfig();
@@ -48,6 +48,7 @@ export const policyCommand: Command = {
     await parts.start(admin, server);
     logger.info('listening', { port: server.address().port, settle_port: server.settleAddress().port, admin_port: admin.port(), store: server.store.kind, tracing: telemetry.enabled });
     const signal = await waitForStopSignal();
+    await drainAfterSignal(signal, config.termDrainS, [admin], logger);
     await parts.stop(signal);
     logger.info('stopped', { signal });
     return 0;

@@ -15,13 +15,14 @@ import { lifecycleGroup } from '../../lib/lifecycle.ts';
 import { createLogger } from '../../lib/log.ts';
 import { startTelemetry } from '../../lib/telemetry.ts';
 import { createRendererRole } from '../../renderer/role.ts';
+import { drainAfterSignal } from '../../lib/admin.ts';
 import { helpText, waitForStopSignal, type Command } from './command.ts';
 
 export const rendererCommand: Command = {
   help: helpText({
     synopsis: ['tintype renderer'],
     about: 'The renderer server (screenshot, html-to-image, pdf, og) on PORT (8082), reachable from the edge only; metrics and probes on the admin port (TINTYPE_ADMIN_PORT, 9082). Leases settle to TINTYPE_POLICY_URL. SIGTERM lets renders in flight finish, then stops.',
-    settings: ['PORT', 'TINTYPE_ADMIN_PORT', 'TINTYPE_DATA_DIR', 'REDIS_URL', 'TINTYPE_CACHE_MAX_BYTES', 'CHROMIUM_PATH', 'TINTYPE_SLOTS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_MAX_OUTPUT_BYTES', 'TINTYPE_RECYCLE_AFTER_RENDERS', 'TINTYPE_BROWSER_MAX_RSS_MB', 'TINTYPE_ISOLATION', 'TINTYPE_OG_THREADS', 'TINTYPE_OG_QUEUE', 'TINTYPE_POLICY_URL', 'TINTYPE_LEASE_PUBLIC_KEYS', 'GUARD_URL', 'GUARD_SOCKET', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
+    settings: ['PORT', 'TINTYPE_TERM_DRAIN_S', 'TINTYPE_ADMIN_PORT', 'TINTYPE_DATA_DIR', 'REDIS_URL', 'TINTYPE_CACHE_MAX_BYTES', 'CHROMIUM_PATH', 'TINTYPE_SLOTS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_MAX_OUTPUT_BYTES', 'TINTYPE_RECYCLE_AFTER_RENDERS', 'TINTYPE_BROWSER_MAX_RSS_MB', 'TINTYPE_ISOLATION', 'TINTYPE_OG_THREADS', 'TINTYPE_OG_QUEUE', 'TINTYPE_POLICY_URL', 'TINTYPE_LEASE_PUBLIC_KEYS', 'GUARD_URL', 'GUARD_SOCKET', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
     const config = loadConfig();
@@ -33,6 +34,7 @@ export const rendererCommand: Command = {
     const stopping = waitForStopSignal();
     await Promise.race([parts.start(role), stopping]);
     const signal = await stopping;
+    await drainAfterSignal(signal, config.termDrainS, [role.server], logger);
     logger.info('renderer.stopping', { signal });
     await parts.stop(signal);
     logger.info('renderer.stopped', { signal });

@@ -135,14 +135,15 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
       const plan: Limits = r.plans[String(row.o_plan)]!;
       return { outcome: row.o_outcome as ReserveOutcome, keyId: String(row.o_key), limits: plan, windowCount: num(row.o_count) };
     },
-    async claim(leaseId) {
+    async claim(l) {
       // One statement: of two claims at once the second waits on the row lock, then finds it taken.
-      const row = await one<{ r: ClaimResult }>('claim', `WITH c AS (UPDATE leases SET claimed = TRUE WHERE id = $1 AND NOT claimed RETURNING 1)
-        SELECT CASE WHEN EXISTS (SELECT 1 FROM c) THEN 'claimed' WHEN EXISTS (SELECT 1 FROM leases WHERE id = $1) THEN 'held' ELSE 'spent' END AS r`, [leaseId]);
+      const row = await one<{ r: ClaimResult }>('claim', `WITH c AS (UPDATE leases SET claimed = TRUE WHERE id = $1 AND key_id = $2 AND operation = $3 AND NOT claimed RETURNING 1)
+        SELECT CASE WHEN EXISTS (SELECT 1 FROM c) THEN 'claimed' WHEN EXISTS (SELECT 1 FROM leases WHERE id = $1 AND key_id = $2 AND operation = $3) THEN 'held' ELSE 'spent' END AS r`,
+      [l.id, l.keyId, l.operation]);
       return row?.r ?? 'held';
     },
-    async release(leaseId) {
-      await one('release', 'UPDATE leases SET claimed = FALSE WHERE id = $1', [leaseId]);
+    async release(l) {
+      await one('release', 'UPDATE leases SET claimed = FALSE WHERE id = $1 AND key_id = $2 AND operation = $3', [l.id, l.keyId, l.operation]);
     },
     async settle(s) {
       // Only a recorded outcome can be metered: an unrecorded one must give its reservation back.

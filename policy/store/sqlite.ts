@@ -21,6 +21,7 @@ import {
   STORE_BUDGET_MS,
   type CheckRequest,
   type CheckResult,
+  type ClaimedLease,
   type KeyRecord,
   type Limits,
   type PolicyStore,
@@ -301,10 +302,10 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
     close(lease, { status: o.status, error: o.error, cache: o.cache, metered, outcome: 'settled', recordedAt: o.now }, o.recorded);
     return 'settled';
   };
-  const claimOne = (leaseId: string): ClaimResult => {
+  const claimOne = (l: ClaimedLease): ClaimResult => {
     const q = st();
-    if (q.claimLease.run(leaseId).changes === 1) return 'claimed';
-    return q.getLease.get(leaseId) === undefined ? 'spent' : 'held';
+    if (q.claimLease.run(l.id, l.keyId, l.operation).changes === 1) return 'claimed';
+    return q.findLease.get(l.id, l.keyId, l.operation) === undefined ? 'spent' : 'held';
   };
   const reserveInGroup = groupCommit(db, reserve);
   const claimInGroup = groupCommit(db, claimOne);
@@ -362,11 +363,11 @@ export function openSqliteStore(options: SqliteStoreOptions): PolicyStore {
       if (limits === undefined) return { outcome: 'no_plan', keyId: key.id, plan: key.plan };
       return { keyId: key.id, limits, ...(await reserveInGroup.run({ keyId: key.id, limits, r })) };
     },
-    async claim(leaseId) {
-      return claimInGroup.run(leaseId);
+    async claim(lease) {
+      return claimInGroup.run(lease);
     },
-    async release(leaseId) {
-      st().releaseLease.run(leaseId);
+    async release(lease) {
+      st().releaseLease.run(lease.id, lease.keyId, lease.operation);
     },
     async settle(o) {
       return settleInGroup.run(o);
@@ -464,8 +465,9 @@ function prepare(db: SqliteDatabase) {
     dropMonth: db.prepare('UPDATE usage_months SET used = used - 1 WHERE key_id = ? AND month = ?'),
     insertLease: db.prepare('INSERT INTO leases (id, key_id, operation, render, month, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
     getLease: db.prepare('SELECT id, key_id, operation, render, month, created_at FROM leases WHERE id = ?'),
-    claimLease: db.prepare('UPDATE leases SET claimed = 1 WHERE id = ? AND claimed = 0'),
-    releaseLease: db.prepare('UPDATE leases SET claimed = 0 WHERE id = ?'),
+    claimLease: db.prepare('UPDATE leases SET claimed = 1 WHERE id = ? AND key_id = ? AND operation = ? AND claimed = 0'),
+    findLease: db.prepare('SELECT 1 FROM leases WHERE id = ? AND key_id = ? AND operation = ?'),
+    releaseLease: db.prepare('UPDATE leases SET claimed = 0 WHERE id = ? AND key_id = ? AND operation = ?'),
     countLeases: db.prepare('SELECT count(*) AS n FROM leases WHERE key_id = ?'),
     deleteLease: db.prepare('DELETE FROM leases WHERE id = ?'),
     dueLeases: db.prepare('SELECT id, key_id, operation, render, month, created_at FROM leases WHERE expires_at <= ? ORDER BY expires_at LIMIT 1000'),

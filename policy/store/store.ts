@@ -16,6 +16,13 @@ import type { EgressStore } from './egress-store.ts';
 export const STORE_BUDGET_MS = 1_500;
 
 /** A key as stored: never the secret, only its hash. */
+/** What a claim names of a lease: its id, key and operation, as its signature says. */
+export interface ClaimedLease {
+  id: string;
+  keyId: string;
+  operation: string;
+}
+
 export interface KeyRecord {
   id: string;
   name: string;
@@ -127,11 +134,13 @@ export interface PolicyStore {
   /**
    * Takes an open lease for one attempt, atomically across every policy replica: `claimed` for
    * the one caller that takes it, `held` while another attempt holds it, `spent` once it is
-   * closed (or never was). docs/architecture.md §4.
+   * closed (or never was). The lease is matched by its id, key and operation together: a signed
+   * lease whose key or operation differ from the lease granted under that id was never granted
+   * (`spent`), whatever signed it. docs/architecture.md §4.
    */
-  claim(leaseId: string): Promise<ClaimResult>;
-  /** Gives a claim back: the attempt that held it did no work (a 503 the edge retries). */
-  release(leaseId: string): Promise<void>;
+  claim(lease: ClaimedLease): Promise<ClaimResult>;
+  /** Gives a claim back: the attempt that held it did no work (a 503 the edge retries). Matched as claim(). */
+  release(lease: ClaimedLease): Promise<void>;
   /** Closes a lease once: frees its places, writes its usage record when the outcome is recorded. */
   settle(outcome: SettleOutcome): Promise<SettleResult>;
   /**

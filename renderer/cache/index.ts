@@ -2,6 +2,7 @@
 import path from 'node:path';
 import type { Config } from '../../lib/config.ts';
 import type { Logger } from '../../lib/log.ts';
+import type { Registry } from '../../lib/metrics.ts';
 import type { RenderCache } from './cache.ts';
 import { FileCache } from './file.ts';
 import { RedisCache } from './redis.ts';
@@ -12,7 +13,10 @@ export { FileCache } from './file.ts';
 export { RedisCache } from './redis.ts';
 export { htmlToImageKey, pdfKey, screenshotKey, normaliseUrl } from './keys.ts';
 
-export function createRenderCache(config: Readonly<Config>, logger: Logger): RenderCache {
-  if (config.redisUrl !== undefined) return new RedisCache({ url: config.redisUrl, logger });
+export function createRenderCache(config: Readonly<Config>, logger: Logger, registry: Registry): RenderCache {
+  if (config.redisUrl !== undefined) {
+    const unauthenticated = registry.gauge('tintype_cache_redis_unauthenticated', 'Whether the cache\'s Redis answered a PING from a client with no credentials at start (1: turn its default user off).');
+    return new RedisCache({ url: config.redisUrl, logger, unauthenticated });
+  }
   return new FileCache({ dir: path.join(config.dataDir, 'cache'), maxBytes: config.cacheMaxBytes, logger });
 }

@@ -5,6 +5,7 @@
  */
 import { Redis } from 'ioredis';
 import type { Logger } from '../../lib/log.ts';
+import type { Gauge } from '../../lib/metrics.ts';
 import { CACHE_TTL_MS, type CachedFile, type RenderCache } from './cache.ts';
 
 export interface RedisCacheOptions {
@@ -15,6 +16,8 @@ export interface RedisCacheOptions {
   ttlMs?: number;
   /** A command slower than this counts as a miss or a skipped store. */
   commandTimeoutMs?: number;
+  /** Set to 1 when the server answers a client that gives no credentials (`tintype_cache_redis_unauthenticated`). */
+  unauthenticated?: Gauge;
 }
 
 /** Value layout: 2-byte big-endian content-type length, the content type, then the body. */
@@ -36,10 +39,12 @@ export class RedisCache implements RenderCache {
   private readonly client: Redis;
   private readonly logger: Logger;
   private readonly ttlMs: number;
+  private readonly unauthenticated: Gauge | undefined;
 
   constructor(options: RedisCacheOptions) {
     this.logger = options.logger;
     this.ttlMs = options.ttlMs ?? CACHE_TTL_MS;
+    this.unauthenticated = options.unauthenticated;
     this.client = new Redis(options.url, {
       lazyConnect: true,
       keyPrefix: options.keyPrefix ?? 'tintype:render:',
@@ -52,6 +57,26 @@ export class RedisCache implements RenderCache {
 
   async start(): Promise<void> {
     await this.client.connect();
+    await this.warnIfOpen();
+  }
+
+  /**
+   * Asks the same server for a PING as a client with no credentials: an answer means anything
+   * that reaches Redis's port (in a cluster, the browser container shares the renderer pod's
+   * network) may read and write every key, whatever user REDIS_URL names (docs/security.md, "In a
+   * cluster": `ACL SETUSER default off`). Said at start, never a reason not to start.
+   */
+  private async warnIfOpen(): Promise<void> {
+    const { host, port, path, tls, family, connectTimeout } = this.client.options;
+    const stranger = new Redis({
+      host, port, path, tls, family, connectTimeout,
+      lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null, commandTimeout: 2_000,
+    });
+    stranger.on('error', () => {});
+    const open = await stranger.connect().then(() => stranger.ping()).then((r) => r === 'PONG', () => false);
+    stranger.disconnect();
+    this.unauthenticated?.set(open ? 1 : 0);
+    if (open) this.logger.warn('cache.redis_unauthenticated', { detail: 'Redis answers a client with no password: turn its default user off (ACL SETUSER default off)' });
   }
 
   async stop(): Promise<void> {

@@ -15,7 +15,7 @@ import { ROLE_MAX_REQUEST_HEADER_BYTES, type Settler } from '../../lib/policy-co
 import type { RenderCache } from '../cache/cache.ts';
 import { createOperations, type RenderPool, type UrlJudge } from '../operations/index.ts';
 import type { EgressAuditSink } from '../browser/index.ts';
-import { adminHandler } from '../../lib/admin.ts';
+import { adminHandler, type Drainable } from '../../lib/admin.ts';
 import { writeBody } from '../../lib/answers.ts';
 import { withTimeout } from '../browser/bounded-wait.ts';
 import { answerError, errorAnswers } from './errors.ts';
@@ -80,7 +80,7 @@ export interface RendererServerOptions {
   egressAudit?: EgressAuditSink;
 }
 
-export interface RendererServer extends Lifecycle {
+export interface RendererServer extends Lifecycle, Drainable {
   /** Where the public listener is bound (after start). */
   address(): AddressInfo;
   /** Where the admin listener is bound (after start). */
@@ -162,21 +162,22 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
   server.headersTimeout = RENDERER_KEEP_ALIVE_MS + 1_000;
   const closeServer = gracefulClose(server);
   let started = false;
-  // Draining from the moment stop() begins: the operator stops counting this renderer's slots.
+  // Draining from the drain after SIGTERM, or once stop() begins: the operator stops counting this renderer's slots.
   const state = (): RendererStateReport => {
     const stats = pool.stats();
     // A thousandth of a slot is all the decision needs, and keeps the answer short.
     const busyMean = Math.round(stats.busyMean * 1000) / 1000;
-    return { slots: stats.slots, busy: stats.busy, busyMean, guard: pool.guardState(), draining: !started, sandbox: stats.sandbox };
+    return { slots: stats.slots, busy: stats.busy, busyMean, guard: pool.guardState(), draining: !started || admin.draining(), sandbox: stats.sandbox };
   };
-  const admin = http.createServer(adminHandler({
+  const admin = adminHandler({
     registries: [registry],
     ready: () => pool.selfTestPassed(),
     routes: { [STATE_PATH]: (_req, res) => writeBody(res, 200, state()) },
-    // The preStop drain: kept-alive connections from the edge leave before SIGTERM.
+    // The drain after SIGTERM: kept-alive connections from the edge leave before the role stops.
     onDrain: () => closeServer.leave(),
-  }));
-  const closeAdmin = gracefulClose(admin);
+  });
+  const adminServer = http.createServer(admin);
+  const closeAdmin = gracefulClose(adminServer);
 
   const bound = (s: http.Server): AddressInfo => {
     const a = s.address();
@@ -187,9 +188,9 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
   return {
     async start() {
       await listen(server, { port: config.port ?? RENDERER_PORT, host: options.host });
-      await listen(admin, { port: config.adminPort ?? RENDERER_ADMIN_PORT, host: options.host });
+      await listen(adminServer, { port: config.adminPort ?? RENDERER_ADMIN_PORT, host: options.host });
       started = true;
-      logger.info('renderer.listening', { port: bound(server).port, admin_port: bound(admin).port });
+      logger.info('renderer.listening', { port: bound(server).port, admin_port: bound(adminServer).port });
     },
     async stop() {
       started = false;
@@ -202,9 +203,11 @@ export function createRendererServer(options: RendererServerOptions): RendererSe
       await closeAdmin(1_000);
     },
     healthy: () => started && server.listening,
+    drain: admin.drain,
+    draining: admin.draining,
     address: () => bound(server),
-    adminAddress: () => bound(admin),
-    ports: () => [server, admin].flatMap((s) => {
+    adminAddress: () => bound(adminServer),
+    ports: () => [server, adminServer].flatMap((s) => {
       const a = s.address();
       return a === null || typeof a === 'string' ? [] : [a.port];
     }),

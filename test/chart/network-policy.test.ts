@@ -65,8 +65,6 @@ t.test('renderer: egress only to the guard, policy, Redis and DNS', async (t) =>
   t.ok(may(renderer, addr('169.254.20.10'), 53, 'UDP'), 'the node-local DNS cache (NodeLocal DNSCache)');
   t.notOk(may(renderer, addr('169.254.20.10'), 80), 'on the DNS port only');
   t.notOk(may(renderer, fakeDns, 53, 'UDP'), 'DNS only at the cluster DNS');
-  // values.yaml: an empty namespaceSelector ({}) means any namespace.
-  t.ok(may(renderer, pod({ 'app.kubernetes.io/name': 'redis' }, ns('data'), '10.5.0.1'), 6379), 'Redis in any namespace (namespaceSelector: {})');
   t.notOk(may(renderer, guard, 9128), "not the guard's admin port");
   t.notOk(may(renderer, postgres, 5432), 'not PostgreSQL');
   t.notOk(may(renderer, envoy, 8443), 'not the edge');
@@ -180,6 +178,26 @@ t.test('with tracing on, every role reaches the collector and nothing else is op
   t.notOk(allowed(monitored, HERE, renderer, policy, 9081), "monitoring on opens policy's admin port to Prometheus only");
   t.notOk(allowed(monitored, HERE, prometheus, renderer, 9082), 'a look-alike in another namespace may not');
   t.notOk(allowed(monitored, HERE, renderer, internet, 443));
+});
+
+t.test("monitoring on with the default Prometheus peer: the release's namespace only, never a look-alike elsewhere", async (t) => {
+  const monitored = ofKind(await render('default-values.yaml', ['--set', 'monitoring.serviceMonitors.enabled=true']), 'NetworkPolicy');
+  const lookAlike = pod({ 'app.kubernetes.io/name': 'prometheus' }, ns('anyone'), '10.5.0.1');
+  for (const [r, port] of [[renderer, 9082], [policy, 9081], [guard, 9128], [envoy, 9902]] as const) {
+    const name = r.labels!['app.kubernetes.io/component'];
+    t.ok(allowed(monitored, HERE, prometheus, r, port), `Prometheus in the release's namespace scrapes ${name}`);
+    t.notOk(allowed(monitored, HERE, lookAlike, r, port), `a pod labelled prometheus in another namespace may not reach ${name}'s admin port`);
+  }
+  const anywhere = ofKind(await render('default-values.yaml', ['--set', 'monitoring.serviceMonitors.enabled=true', '--set-json', 'networkPolicy.prometheus.namespaceSelector={}']), 'NetworkPolicy');
+  t.ok(allowed(anywhere, HERE, lookAlike, renderer, 9082), 'an empty namespaceSelector, set on purpose, still means any namespace');
+});
+
+t.test("Redis: the release's namespace by default, never a pod labelled redis elsewhere; {} set on purpose means any", async (t) => {
+  const elsewhere = pod({ 'app.kubernetes.io/name': 'redis' }, ns('another-team'), '10.6.0.1');
+  t.ok(may(renderer, redis, 6379), "the release's Redis");
+  t.notOk(may(renderer, elsewhere, 6379), "another team's Redis");
+  const anywhere = ofKind(await render('operator-scaling-values.yaml', ['--set-json', 'networkPolicy.redis.namespaceSelector={}']), 'NetworkPolicy');
+  t.ok(allowed(anywhere, HERE, renderer, elsewhere, 6379));
 });
 
 t.test('the default values give the same walls (no controller: nobody else reaches the admin port)', async (t) => {

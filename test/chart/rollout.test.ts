@@ -5,10 +5,11 @@
  * endpoints and DNS, Envoy's policy cluster with its health checks and ext_authz) from the
  * rendered bootstrap (rollout/policy-cluster.ts). The Deployment's rollout: the new pod starts and
  * joins the endpoints once ready; the old one is deleted: it leaves the endpoints, the kubelet
- * runs its rendered preStop, then SIGTERM, and it must be gone within its grace period.
+ * sends SIGTERM at once (no preStop: a drain no request can begin), the pod drains for
+ * drainWaitSeconds (TINTYPE_TERM_DRAIN_S) serving on, and it must be gone within its grace period.
  * Meanwhile a client checks and settles without pause: every check is answered 200 (never even a
  * 503 busy), every settle lands, and the ledger meters exactly what was delivered. Without the
- * preStop (SIGTERM at deletion) the same run answers 503 busy: the control. Then the guard, under
+ * drain (TINTYPE_TERM_DRAIN_S=0) the same run answers 503 busy: the control. Then the guard, under
  * steady tunnels, as the renderers reach it through its Service. Then the renderer, under steady
  * real renders through the embedded edge, its renderer cluster following the endpoints as Envoy's
  * does (rollout/renderer-cluster.ts), with its own control.
@@ -72,6 +73,7 @@ t.before(async () => {
   // Two pods on one machine: the ports are the OS's choice; the rest as rendered.
   policyEnv = { ...plan.env, PORT: '0', TINTYPE_POLICY_SETTLE_PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LOG_LEVEL: 'info' };
   t.equal(policyEnv['TINTYPE_MIGRATE'], 'wait', 'policy waits for the schema');
+  t.equal(policyEnv['TINTYPE_TERM_DRAIN_S'], String(DRAIN_WAIT_S), 'policy drains drainWaitSeconds at SIGTERM');
   // The hook Job, as rendered: `tintype migrate` with its own Secret's DATABASE_URL.
   await runMigrationJob(objects, (env, argv) => {
     const r = runTintype(argv.slice(1), env);
@@ -102,8 +104,8 @@ function get(port: number, p: string): Promise<number> {
   });
 }
 
-async function startPod(name: string): Promise<PolicyProcess & { name: string }> {
-  const p = await startPolicyProcess({ ...policyEnv, TINTYPE_DATA_DIR: path.join(dir, name) });
+async function startPod(name: string, extra: Record<string, string> = {}): Promise<PolicyProcess & { name: string }> {
+  const p = await startPolicyProcess({ ...policyEnv, TINTYPE_DATA_DIR: path.join(dir, name), ...extra });
   // The readiness probe, as rendered, before the pod joins the endpoints.
   for (let i = 0; (await get(p.adminPort, '/healthz/ready')) !== 200; i++) {
     if (i > 600) throw new Error(`${name} never ready`);
@@ -114,15 +116,17 @@ async function startPod(name: string): Promise<PolicyProcess & { name: string }>
 
 interface Run { checks: Answer[]; settles: Answer[]; deletedAt: number; oldServedAfterDeletion: number; exitedWithinGrace: boolean }
 
-/** One rollout of policy under steady check-and-settle traffic; `preStop` false skips the hook. */
-async function rollout(preStop: boolean): Promise<Run> {
+/** The control's pods: SIGTERM stops them at once, as a pod with no drain. */
+const NO_DRAIN = { TINTYPE_TERM_DRAIN_S: '0' };
+
+/** One rollout of policy under steady check-and-settle traffic; `drain` false: the control. */
+async function rollout(drain: boolean): Promise<Run> {
   const deployment: any = named(objects, 'Deployment', 'tt-policy');
   const spec = deployment.spec.template.spec;
-  const hook = spec.containers[0].lifecycle.preStop.httpGet;
   const graceS: number = spec.terminationGracePeriodSeconds;
   const envoy = parse((named(objects, 'ConfigMap', 'tt-envoy') as any).data['envoy.yaml']);
   const cluster = policyCluster(envoy);
-  const old = await startPod(`old-${preStop}`);
+  const old = await startPod(`old-${drain}`, drain ? {} : NO_DRAIN);
   cluster.join(old);
   cluster.refresh();
   const settles: Answer[] = [];
@@ -137,34 +141,30 @@ async function rollout(preStop: boolean): Promise<Run> {
   const checks = traffic.answers;
   await traffic.more(5);
   // maxSurge: the new pod first, into the endpoints once ready.
-  const next = await startPod(`new-${preStop}`);
+  const next = await startPod(`new-${drain}`);
   cluster.join(next);
   cluster.refresh();
-  // The old pod is deleted: out of the endpoints; the kubelet runs its preStop, then SIGTERM.
+  // The old pod is deleted: out of the endpoints, and SIGTERM at once (no preStop).
   // Envoy re-resolves the name at the latest one refresh interval later: then, the worst case.
   cluster.leave(old.name);
   let gone!: () => void;
+  let exited = false;
   const pod: Container = {
-    term: () => void old.kill('SIGTERM').then(gone),
+    term: () => void old.kill('SIGTERM').then(() => { exited = true; gone(); }),
     kill: () => void old.kill('SIGKILL'),
     exited: new Promise<void>((r) => (gone = r)),
   };
-  if (preStop) {
-    const path = String(hook.path);
-    pod.preStop = async () => {
-      let preStopAnswered = false;
-      const answered = get(old.adminPort, path).then((s) => { preStopAnswered = true; return s; });
-      await new Promise((r) => setTimeout(r, cluster.timing.refreshMs));
-      t.notOk(preStopAnswered, `the preStop still holds the pod serving when Envoy re-resolves (${cluster.timing.refreshMs} ms)`);
-      cluster.refresh();
-      return answered;
-    };
-  }
+  t.equal(spec.containers[0].lifecycle?.preStop, undefined, 'no preStop: nothing reachable begins a drain');
   const stopping = kubeletStop([pod], graceS);
-  // Without the preStop, SIGTERM at once; Envoy still holds the host until its refresh: let a check meet it first.
-  if (!preStop) await traffic.more(3).then(() => cluster.refresh());
+  if (drain) {
+    await new Promise((r) => setTimeout(r, cluster.timing.refreshMs));
+    t.notOk(exited, `the drain still holds the pod serving when Envoy re-resolves (${cluster.timing.refreshMs} ms)`);
+    cluster.refresh();
+  } else {
+    // Without the drain, gone at SIGTERM; Envoy still holds the host until its refresh: let a check meet it first.
+    await traffic.more(3).then(() => cluster.refresh());
+  }
   const stopped = await stopping;
-  if (preStop) t.equal(stopped.preStop[0], 200, `the preStop (GET ${hook.path} on the admin port) answered`);
   await traffic.more(10);
   await traffic.stop();
   cluster.close();
@@ -189,13 +189,13 @@ t.test('policy restarts under steady traffic: every check answered 200, every se
   t.ok(run.checks.length > 20, `${run.checks.length} checks`);
   t.same(run.checks.filter((c) => c.status !== 200).map((c) => `${c.status} ${c.body}`), [], 'no answer but 200: not even a 503 busy');
   t.same(run.settles.filter((s) => s.status !== 200 && s.status !== 204).map((s) => `${s.status} ${s.body}`), [], 'every settle landed');
-  t.ok(run.oldServedAfterDeletion > 0, `the old pod kept serving after its deletion, through its preStop wait (${run.oldServedAfterDeletion} checks)`);
+  t.ok(run.oldServedAfterDeletion > 0, `the old pod kept serving after its deletion, through its drain (${run.oldServedAfterDeletion} checks)`);
   t.ok(run.exitedWithinGrace, 'and was gone within its grace period');
   const delivered = run.checks.filter((c) => c.status === 200).length;
   t.equal((await meteredSince()) - before, delivered, 'metered exactly what was delivered');
 });
 
-t.test('the control: without the preStop, SIGTERM at deletion leaves Envoy checking a pod that is gone: 503 busy', async (t) => {
+t.test('the control: without the drain, SIGTERM at deletion leaves Envoy checking a pod that is gone: 503 busy', async (t) => {
   const run = await rollout(false);
   const busy = run.checks.filter((c) => c.status === 503);
   t.ok(busy.length > 0, `${busy.length} checks answered 503 busy`);
@@ -218,7 +218,8 @@ t.test('the guard restarts under steady tunnel traffic: every tunnel carries its
   const image = { name: tintypeImage('default-values.yaml'), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
   const plan = podPlans(rendered, image, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' })).find((p) => p.component === 'guard')!;
   const spec = plan.pod;
-  const hook = plan.container.lifecycle.preStop.httpGet;
+  t.equal(plan.container.lifecycle?.preStop, undefined, 'no preStop');
+  t.equal(plan.env['TINTYPE_TERM_DRAIN_S'], String(DRAIN_WAIT_S), 'the guard drains drainWaitSeconds at SIGTERM');
   const env = { ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_DATA_DIR: path.join(dir, 'guard') };
   const site = net.createServer((c) => c.pipe(c));
   const sitePort = await listenBesideService(site, '127.0.0.5');
@@ -275,11 +276,10 @@ t.test('the guard restarts under steady tunnel traffic: every tunnel carries its
     if (i > 600) throw new Error('the new guard never ready');
     await new Promise((r) => setTimeout(r, 100));
   }
-  // The old pod is deleted: kube-proxy sends new connections to the new pod; the kubelet runs the
-  // rendered preStop on the old one, then SIGTERM, within its grace period.
+  // The old pod is deleted: kube-proxy sends new connections to the new pod; the kubelet sends
+  // SIGTERM to the old one, which drains and stops within its grace period.
   endpoint = next.port;
-  const stopped = await kubeletStop([{ ...signals(old.proc), preStop: () => get(old.adminPort, String(hook.path)) }], spec.terminationGracePeriodSeconds);
-  t.equal(stopped.preStop[0], 200, 'the preStop answered');
+  const stopped = await kubeletStop([signals(old.proc)], spec.terminationGracePeriodSeconds);
   running = false;
   await traffic;
   next.proc.child.kill('SIGTERM');
@@ -307,17 +307,19 @@ interface RendererRun {
   old: RendererPod;
   deletedAt: number;
   sigtermAt: number;
+  /** When the old pod began to stop: its drain over (`renderer.stopping`). */
+  stoppingAt: number;
   /** The run's own key (its plan's per-minute limit is the run's alone). */
   keyId: string;
   exitedWithinGrace: boolean;
 }
 
 /**
- * One rollout of the renderer under steady renders through the edge; `preStop` false skips the hook.
+ * One rollout of the renderer under steady renders through the edge; `drain` false: the control.
  * The pods run without the chart's browser container (Chromium in the renderer's own process) and
  * with their own guard: what the rollout exercises is the renderer's listener, readiness and stop.
  */
-async function rendererRollout(t: Pick<Tap, 'equal' | 'notOk'>, preStop: boolean): Promise<RendererRun> {
+async function rendererRollout(t: Pick<Tap, 'equal' | 'notOk'>, drain: boolean): Promise<RendererRun> {
   const rendered = await render('default-values.yaml', ['--set', [
     `secrets.databaseUrl=postgres://postgres@127.0.0.1:5432/${DB}`, 'secrets.redisUrl=redis://127.0.0.1:6379/9',
     `drainWaitSeconds=${DRAIN_WAIT_S}`,
@@ -325,15 +327,15 @@ async function rendererRollout(t: Pick<Tap, 'equal' | 'notOk'>, preStop: boolean
   const image = { name: tintypeImage('default-values.yaml'), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
   const plans = podPlans(rendered, image, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' }));
   const plan = plans.find((p) => p.component === 'renderer')!;
-  const hook = plan.container.lifecycle.preStop.httpGet;
-  t.equal(hook.port, 'admin', 'the renderer preStop is on its admin port');
+  t.equal(plan.container.lifecycle?.preStop, undefined, 'the renderer has no preStop');
+  t.equal(plan.env['TINTYPE_TERM_DRAIN_S'], String(DRAIN_WAIT_S), 'it drains drainWaitSeconds at SIGTERM');
   const graceS: number = plan.pod.terminationGracePeriodSeconds;
   const envoy = parse((named(rendered, 'ConfigMap', 'tt-envoy') as any).data['envoy.yaml']);
-  const made = await runTintype(['keys', 'create', '--plan', PLAN, '--name', `renderer-rollout-${preStop}`], policyEnv);
+  const made = await runTintype(['keys', 'create', '--plan', PLAN, '--name', `renderer-rollout-${drain}`], policyEnv);
   const runKey = /^secret: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
   const runKeyId = /^id: (\S+)$/m.exec(made.stdout)?.[1] ?? '';
   if (runKey === '') throw new Error(`keys create: ${made.stderr}`);
-  const policy = await startPolicyProcess({ ...policyEnv, TINTYPE_DATA_DIR: path.join(dir, `rpolicy-${preStop}`) });
+  const policy = await startPolicyProcess({ ...policyEnv, TINTYPE_DATA_DIR: path.join(dir, `rpolicy-${drain}`) });
   const rendererEnv: Record<string, string> = {
     ...plan.env, PORT: '0', TINTYPE_ADMIN_PORT: '0', HOME: process.env.HOME ?? '/root',
     TINTYPE_POLICY_URL: `http://127.0.0.1:${policy.settlePort}`,
@@ -341,9 +343,11 @@ async function rendererRollout(t: Pick<Tap, 'equal' | 'notOk'>, preStop: boolean
   // The pod's browser container and the guard's Service are not here: Chromium and the guard run in the renderer.
   for (const k of ['TINTYPE_ISOLATION', 'TINTYPE_BROWSER_SOCKET', 'GUARD_URL']) delete rendererEnv[k];
 
-  const startRenderer = async (name: string): Promise<RendererPod> => {
+  const stoppingAt = new Map<string, number>();
+  const startRenderer = async (name: string, extra: Record<string, string> = {}): Promise<RendererPod> => {
     const pod = await new Promise<RendererPod>((resolve, reject) => {
-      const proc = spawnTintype('renderer', { ...rendererEnv, TINTYPE_DATA_DIR: path.join(dir, name) }, (line) => {
+      const proc = spawnTintype('renderer', { ...rendererEnv, TINTYPE_DATA_DIR: path.join(dir, name), ...extra }, (line) => {
+        if (line.event === 'renderer.stopping') stoppingAt.set(name, Date.now());
         if (line.event === 'renderer.listening') resolve({ name, url: `http://127.0.0.1:${line.port}`, adminPort: Number(line.admin_port), proc });
       });
       void proc.exited.then((code) => reject(new Error(`${name} exited ${code}: ${JSON.stringify(proc.lines.slice(-5))}`)));
@@ -369,7 +373,7 @@ async function rendererRollout(t: Pick<Tap, 'equal' | 'notOk'>, preStop: boolean
   const join = (pod: RendererPod): void => {
     endpoints.set(pod.url, { url: pod.url, healthUrl: `http://127.0.0.1:${pod.adminPort}/healthz/ready` });
   };
-  const old = await startRenderer(`rold-${preStop}`);
+  const old = await startRenderer(`rold-${drain}`, drain ? {} : NO_DRAIN);
   join(old);
   const metrics = new Registry();
   const edge = createEdge({
@@ -386,36 +390,25 @@ async function rendererRollout(t: Pick<Tap, 'equal' | 'notOk'>, preStop: boolean
   const traffic = steady(() => call({
     host: '127.0.0.1', port: edge.port(), method: 'POST', path: '/v1/html-to-image', agent: client,
     headers: { authorization: `Bearer ${runKey}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ html: `<p>rollout ${process.pid} ${preStop} ${n++} ${randomBytes(4).toString('hex')}</p>`, width: 64, height: 64 }),
+    body: JSON.stringify({ html: `<p>rollout ${process.pid} ${drain} ${n++} ${randomBytes(4).toString('hex')}</p>`, width: 64, height: 64 }),
   }), periodUnder(SCALE.perMinute, callers), callers);
   const renders = traffic.answers;
   await traffic.more(4);
 
   // maxSurge: the new pod first, into the endpoints once ready; Envoy's next refresh adds it and
   // its first health check lets it take renders.
-  const next = await startRenderer(`rnew-${preStop}`);
+  const next = await startRenderer(`rnew-${drain}`);
   join(next);
   await cluster.hosts.refresh();
   while (!picks.some((p) => p.host === next.url)) await new Promise((r) => setTimeout(r, 100));
-  // The old pod is deleted: out of the endpoints; the kubelet runs its preStop, then SIGTERM.
+  // The old pod is deleted: out of the endpoints, and SIGTERM at once (no preStop).
   // Envoy re-resolves at the latest one refresh interval later: then, the worst case.
   endpoints.delete(old.url);
-  const pod: Container = signals(old.proc);
-  if (preStop) {
-    pod.preStop = async () => {
-      let preStopAnswered = false;
-      const answered = get(old.adminPort, String(hook.path)).then((s) => { preStopAnswered = true; return s; });
-      await new Promise((r) => setTimeout(r, cluster.timing.refreshMs));
-      t.notOk(preStopAnswered, `the preStop still holds the pod serving when Envoy re-resolves (${cluster.timing.refreshMs} ms)`);
-      await cluster.hosts.refresh();
-      return answered;
-    };
-  }
-  const stopping = kubeletStop([pod], graceS);
-  // Without the preStop, SIGTERM at once; Envoy re-resolves at the latest one refresh interval later.
-  if (!preStop) await new Promise((r) => setTimeout(r, cluster.timing.refreshMs)).then(() => cluster.hosts.refresh());
+  const stopping = kubeletStop([signals(old.proc)], graceS);
+  await new Promise((r) => setTimeout(r, cluster.timing.refreshMs));
+  if (drain) t.notOk(stoppingAt.has(old.name), `the drain still holds the pod serving when Envoy re-resolves (${cluster.timing.refreshMs} ms)`);
+  await cluster.hosts.refresh();
   const stopped = await stopping;
-  if (preStop) t.equal(stopped.preStop[0], 200, `the preStop (GET ${hook.path} on the admin port) answered`);
   await traffic.more(4);
   await traffic.stop();
   client.destroy();
@@ -426,7 +419,7 @@ async function rendererRollout(t: Pick<Tap, 'equal' | 'notOk'>, preStop: boolean
   await policy.kill('SIGTERM');
   const retries: Record<string, number> = {};
   for (const m of metrics.render().matchAll(/^tintype_edge_upstream_retries_total\{reason="([^"]+)"\} (\d+)$/gm)) retries[m[1]!] = Number(m[2]);
-  return { renders, picks, retries, old, deletedAt: stopped.deletedAt, sigtermAt: stopped.sigtermAt[0]!, exitedWithinGrace: stopped.exitedWithinGrace, keyId: runKeyId };
+  return { renders, picks, retries, old, deletedAt: stopped.deletedAt, sigtermAt: stopped.sigtermAt[0]!, stoppingAt: stoppingAt.get(old.name) ?? stopped.sigtermAt[0]!, exitedWithinGrace: stopped.exitedWithinGrace, keyId: runKeyId };
 }
 
 t.test('the renderer restarts under steady renders through the edge: every render 200, none sent to a stopping pod, metered what was delivered', async (t) => {
@@ -435,13 +428,13 @@ t.test('the renderer restarts under steady renders through the edge: every rende
   t.same(run.renders.filter((r) => r.status !== 200).map((r) => `${r.status} ${r.body}`), [], 'no answer but 200: not even a 503 busy');
   t.same(run.retries, {}, 'no render was sent again: none met a renderer that had stopped, none met a busy one');
   const servedAfter = run.picks.filter((p) => p.host === run.old.url && p.at > run.deletedAt).length;
-  t.ok(servedAfter > 0, `the old pod kept rendering after its deletion, through its preStop wait (${servedAfter} renders)`);
-  t.equal(run.picks.filter((p) => p.host === run.old.url && p.at >= run.sigtermAt).length, 0, 'no render was sent to the old pod once it had SIGTERM');
+  t.ok(servedAfter > 0, `the old pod kept rendering after its deletion, through its drain (${servedAfter} renders)`);
+  t.equal(run.picks.filter((p) => p.host === run.old.url && p.at >= run.stoppingAt).length, 0, 'no render was sent to the old pod once its drain was over and it began to stop');
   t.ok(run.exitedWithinGrace, 'and it was gone within its grace period');
   t.equal(await meteredSince(run.keyId), run.renders.filter((r) => r.status === 200).length, 'metered exactly what was delivered');
 });
 
-t.test('the renderer control: without the preStop, the edge still sends renders to the pod after its SIGTERM, until it re-resolves', async (t) => {
+t.test('the renderer control: without the drain, the edge still sends renders to the pod after its SIGTERM, until it re-resolves', async (t) => {
   const run = await rendererRollout(t, false);
   const late = run.picks.filter((p) => p.host === run.old.url && p.at >= run.sigtermAt).length;
   t.ok(late > 0, `${late} renders were sent to the old pod after its SIGTERM (retries: ${JSON.stringify(run.retries)})`);

@@ -404,9 +404,10 @@ t.test('routes: every operation to the renderer; any other path 404 without a ke
   t.equal(rest.typed_per_filter_config['envoy.filters.http.ext_authz'].disabled, true);
 });
 
-/** Whether an access log's filter (header filters on `:path`, alone or under and_filter) lets `path` through. */
+/** Whether an access log's filter (header filters on `:path`, alone or under and_filter / or_filter) lets `path` through. */
 function logs(filter: any, path: string): boolean {
   if (filter.and_filter !== undefined) return filter.and_filter.filters.every((f: any) => logs(f, path));
+  if (filter.or_filter !== undefined) return filter.or_filter.filters.some((f: any) => logs(f, path));
   const h = filter.header_filter.header;
   if (h.name !== ':path') throw new Error(`a header filter on ${h.name}`);
   // Envoy's safe_regex matches the whole value.
@@ -431,6 +432,12 @@ t.test('access log: the path without its query, except og\'s; an og query with a
   }
   t.equal(lineFor(`/v1/og?title=${KEY}`).json_format.query, '[redacted: holds a key-shaped token]', 'says why the og query is missing');
   t.ok(logs(all.find((l) => l.typed_config.log_format.json_format.path === '%REQ(:PATH)%').filter, '/v1/og?title=sk_short'), 'a token too short to be a key is no key');
+  // However the key is spelt in the query, or whatever a key-named parameter holds: never written.
+  const hidden = [`/v1/og?title=sk%5F${KEY.slice(3)}`, `/v1/og?title=sk%5f${KEY.slice(3)}`, `/v1/og?title=%73%6B%5F${KEY.slice(3)}`,
+    `/v1/og?title=sk%255F${KEY.slice(3)}`, `/v1/og?title=sk_${encodeURIComponent('A1b2').replace(/./g, (c) => '%' + c.charCodeAt(0).toString(16)).repeat(3)}`,
+    '/v1/og?title=x&api_key=hello', '/v1/og?API-KEY=hello', '/v1/og?api%5Fkey=hello', '/v1/og?title=x&token=abc', '/v1/og?%61pi_key=hello'];
+  for (const p of hidden) t.equal(lineFor(p).json_format.query, '[redacted: holds a key-shaped token]', `${p}: the query is not written`);
+  for (const p of ['/v1/og?title=monkey&keyword=x', '/v1/og?template=title&title=task_list']) t.equal(lineFor(p).json_format.path, '%REQ(:PATH)%', `${p}: no key, logged`);
   for (const l of all) {
     const fields = Object.values(l.typed_config.log_format.json_format).join(' ');
     t.notMatch(fields, /AUTHORIZATION|BODY|%REQ\(:PATH\)%.*%REQ\(:PATH\)%/i, 'no key, no body');

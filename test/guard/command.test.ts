@@ -12,22 +12,9 @@ import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { GUARD_REASON_HEADER, refusedRequestName, renderAuthorization, renderStatsPath } from '../../lib/guard-contract.ts';
-import { closeServer, listenOn, startCanary, viaGuard } from './helpers.ts';
-import { spawnTintype, type TintypeProcess } from '../tintype.ts';
+import { closeServer, listenOn, startCanary, startGuardProcess as startGuard, viaGuard } from './helpers.ts';
+import { spawnTintype } from '../tintype.ts';
 import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
-
-/** Starts `tintype guard` and waits for the line that says the admin port is up. */
-function startGuard(env: Record<string, string>): Promise<TintypeProcess & { port: number; adminPort: number }> {
-  return new Promise((resolve, reject) => {
-    const g = spawnTintype('guard', env, (line) => {
-      if (line.event === 'guard.admin_listening') {
-        const listening = g.lines.find((l) => l.event === 'guard.listening');
-        resolve({ ...g, port: Number(listening.port), adminPort: Number(line.port) });
-      }
-    });
-    void g.exited.then((code) => reject(new Error(`tintype guard exited with ${code}: ${JSON.stringify(g.lines)}`)));
-  });
-}
 
 function get(port: number, p: string, host = '127.0.0.1'): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {

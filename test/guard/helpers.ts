@@ -7,6 +7,7 @@ import http from 'node:http';
 import net from 'node:net';
 import puppeteer, { type Browser, type BrowserContext } from 'puppeteer-core';
 import { listenBesideService } from '../lib/listen-beside.ts';
+import { spawnTintype, type TintypeProcess } from '../tintype.ts';
 
 /** A TCP listener on a refused address; `accepted` must stay zero. */
 export interface Canary {
@@ -184,4 +185,17 @@ export async function eventually(cond: () => boolean, rounds = 1200, everyMs = 2
     await new Promise((r) => setTimeout(r, everyMs));
   }
   return cond();
+}
+
+/** Starts `tintype guard` and waits for the line that says the admin port is up. */
+export function startGuardProcess(env: Record<string, string>): Promise<TintypeProcess & { port: number; adminPort: number }> {
+  return new Promise((resolve, reject) => {
+    const g = spawnTintype('guard', env, (line) => {
+      if (line.event === 'guard.admin_listening') {
+        const listening = g.lines.find((l) => l.event === 'guard.listening');
+        resolve({ ...g, port: Number(listening.port), adminPort: Number(line.port) });
+      }
+    });
+    void g.exited.then((code) => reject(new Error(`tintype guard exited with ${code}: ${JSON.stringify(g.lines)}`)));
+  });
 }

@@ -1,62 +1,91 @@
 /**
- * A pod's preStop on the admin port (lib/admin.ts, docs/helm.md "Rolling restarts"): GET
- * /healthz/drain?wait_s=N fails readiness at once and for good, answers after the wait, and the
- * role keeps serving meanwhile; a bad wait changes nothing.
+ * The drain (lib/admin.ts, docs/helm.md "Rolling restarts", docs/security.md "The meter's walls"):
+ * no request begins one, since whatever reaches the admin port (the browser container on the
+ * renderer pod's loopback, Prometheus's peer) could otherwise make a role unready for good. A
+ * role drains at SIGTERM only: readiness fails, it keeps serving for TINTYPE_TERM_DRAIN_S, then
+ * it stops; so every drain ends in a stop. Through a real `tintype guard` process.
  */
 import http from 'node:http';
 import t from 'tap';
-import { createAdminServer, DRAIN_PATH, READY_PATH } from '../../lib/admin.ts';
+import { createAdminServer, READY_PATH } from '../../lib/admin.ts';
+import { GUARD_REASON_HEADER } from '../../lib/guard-contract.ts';
+import { startCanary, startGuardProcess, viaGuard } from '../guard/helpers.ts';
 
-function get(port: number, path: string): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+function send(port: number, method: string, path: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    http.get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-    }).once('error', reject);
+    http.request({ host: '127.0.0.1', port, path, method, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body }));
+    }).once('error', reject).end();
   });
 }
 
-t.test('the drain fails readiness first, answers after its wait, and readiness stays failed', async (t) => {
-  const admin = createAdminServer({ registries: [], ready: () => true });
-  await admin.start();
-  t.teardown(() => admin.stop());
-  const port = admin.port();
-  t.equal((await get(port, READY_PATH)).status, 200);
-  let answered = false;
-  const drain = get(port, `${DRAIN_PATH}?wait_s=1`).then((r) => {
-    answered = true;
-    return r;
-  });
-  // Readiness is asked while the preStop is still waiting: it fails, and the hook has not answered.
-  const during = await get(port, READY_PATH);
-  t.equal(during.status, 503);
-  t.same(during.body, { ready: false, draining: true });
-  t.equal(answered, false, 'the hook is still waiting: the pod is serving, not yet signalled');
-  t.same(await drain, { status: 200, body: { draining: true, waitedS: 1 } });
-  t.equal((await get(port, READY_PATH)).status, 503, 'never ready again');
-});
+/** What a stranger on the admin port tries: the old preStop path, spelt every way. */
+const DRAIN_ATTEMPTS: Array<[string, string]> = [
+  ['GET', '/healthz/drain'],
+  ['GET', '/healthz/drain?wait_s=0'],
+  ['GET', '/healthz/drain?wait_s=300'],
+  ['HEAD', '/healthz/drain?wait_s=1'],
+  ['POST', '/healthz/drain'],
+  ['GET', '/healthz/drain/'],
+];
 
-t.test('a bad wait is refused and drains nothing', async (t) => {
-  const admin = createAdminServer({ registries: [], ready: () => true });
-  await admin.start();
-  t.teardown(() => admin.stop());
-  for (const q of ['wait_s=-1', 'wait_s=301', 'wait_s=1.5', 'wait_s=soon']) {
-    const r = await get(admin.port(), `${DRAIN_PATH}?${q}`);
-    t.equal(r.status, 400, q);
-  }
-  t.equal((await get(admin.port(), READY_PATH)).status, 200);
-});
-
-t.test('the role is told once, when the first drain begins; a bad wait tells it nothing', async (t) => {
+t.test('no request to the admin port drains a role: readiness stays 200', async (t) => {
   let told = 0;
   const admin = createAdminServer({ registries: [], ready: () => true, onDrain: () => told++ });
   await admin.start();
   t.teardown(() => admin.stop());
-  t.equal((await get(admin.port(), `${DRAIN_PATH}?wait_s=soon`)).status, 400);
-  t.equal(told, 0, 'a refused drain is no drain');
-  await get(admin.port(), `${DRAIN_PATH}?wait_s=0`);
+  for (const [method, path] of DRAIN_ATTEMPTS) {
+    t.not((await send(admin.port(), method, path)).status, 200, `${method} ${path}`);
+    t.equal((await send(admin.port(), 'GET', READY_PATH)).status, 200, `still ready after ${method} ${path}`);
+  }
+  t.equal(told, 0, 'the role was never told to drain');
+  t.notOk(admin.draining());
+});
+
+t.test('drain(): readiness fails for good and the role is told once', async (t) => {
+  let told = 0;
+  const admin = createAdminServer({ registries: [], ready: () => true, onDrain: () => told++ });
+  await admin.start();
+  t.teardown(() => admin.stop());
+  admin.drain();
+  admin.drain();
+  const r = await send(admin.port(), 'GET', READY_PATH);
+  t.equal(r.status, 503);
+  t.same(JSON.parse(r.body), { ready: false, draining: true });
   t.equal(told, 1);
-  await get(admin.port(), `${DRAIN_PATH}?wait_s=0`);
-  t.equal(told, 1, 'a second hook does not tell it again');
+});
+
+t.test('a real guard: the admin port cannot drain it; SIGTERM drains, serves through the wait, then stops', async (t) => {
+  const canary = await startCanary('127.0.0.2');
+  t.teardown(() => canary.close());
+  const g = await startGuardProcess({ PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_TERM_DRAIN_S: '3' });
+  t.teardown(() => g.child.kill('SIGKILL'));
+  for (const [method, path] of DRAIN_ATTEMPTS) await send(g.adminPort, method, path);
+  t.equal((await send(g.adminPort, 'GET', READY_PATH)).status, 200, 'ready after every drain attempt over the network');
+
+  const exited = g.exited;
+  let gone = false;
+  void exited.then(() => (gone = true));
+  g.child.kill('SIGTERM');
+  // Readiness fails while the guard still judges requests.
+  let ready = 200;
+  while (ready === 200) ready = (await send(g.adminPort, 'GET', READY_PATH)).status;
+  t.equal(ready, 503, 'unready from SIGTERM on');
+  const judged = await viaGuard({ port: g.port }, `http://127.0.0.2:${canary.port}/`);
+  t.equal(judged.headers[GUARD_REASON_HEADER], 'private_address', 'and still serving through the wait');
+  t.notOk(gone, 'not yet stopped');
+  t.equal(await exited, 0, 'then it stops: the drain ended in the stop');
+  t.ok(g.lines.some((l) => l.event === 'draining' && l.wait_s === 3));
+  t.equal(canary.accepted(), 0);
+});
+
+t.test('without TINTYPE_TERM_DRAIN_S, SIGTERM stops at once (one machine, a terminal)', async (t) => {
+  const g = await startGuardProcess({ PORT: '0', TINTYPE_ADMIN_PORT: '0' });
+  t.teardown(() => g.child.kill('SIGKILL'));
+  g.child.kill('SIGTERM');
+  t.equal(await g.exited, 0);
+  t.notOk(g.lines.some((l) => l.event === 'draining'));
 });

@@ -55,10 +55,10 @@ t.test('GET /usage: loopback peers only, unless opened; probes and metrics for e
   }
 });
 
-t.test("a preStop drain on the admin port: the edge's and the renderers' listeners serve on, each answer closing its connection", async (t) => {
+t.test("the drain at SIGTERM: the admin port cannot begin it; then the edge's and the renderers' listeners serve on, each answer closing its connection", async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-admin-drain-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const proc = await startPolicyProcess({ TINTYPE_DATA_DIR: dir });
+  const proc = await startPolicyProcess({ TINTYPE_DATA_DIR: dir, TINTYPE_TERM_DRAIN_S: '5' });
   t.teardown(() => proc.kill('SIGTERM'));
   const agent = new http.Agent({ keepAlive: true });
   t.teardown(() => agent.destroy());
@@ -67,6 +67,10 @@ t.test("a preStop drain on the admin port: the edge's and the renderers' listene
     return { status: r.status, connection: r.headers.connection };
   };
   for (const port of [proc.port, proc.settlePort]) t.same(await live(port), { status: 200, connection: 'keep-alive' });
-  t.equal((await request(proc.adminPort, 'GET', '/healthz/drain?wait_s=0')).status, 200);
+  t.not((await request(proc.adminPort, 'GET', '/healthz/drain?wait_s=0')).status, 200, 'no request drains policy');
+  t.equal((await request(proc.adminPort, 'GET', '/healthz/ready')).status, 200);
+  for (const port of [proc.port, proc.settlePort]) t.same(await live(port), { status: 200, connection: 'keep-alive' }, `port ${port}: not told to leave`);
+  process.kill(proc.pid, 'SIGTERM');
+  while ((await request(proc.adminPort, 'GET', '/healthz/ready')).status === 200);
   for (const port of [proc.port, proc.settlePort]) t.same(await live(port), { status: 200, connection: 'close' }, `port ${port}: served, and told to leave`);
 });

@@ -10,12 +10,12 @@ import type { Test } from 'tap';
 import { loadConfig } from '../../lib/config.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
-import { ATTEMPT_HEADER, EXT_AUTHZ_PREFIX, LEASE_HEADER, agentSettler } from '../../lib/policy-contract.ts';
+import { ATTEMPT_HEADER, CLAIM_PATH, CLAIM_STATUS, EXT_AUTHZ_PREFIX, LEASE_HEADER, RELEASE_PATH, agentSettler } from '../../lib/policy-contract.ts';
 import { createKey } from '../../policy/keys.ts';
 import { createPolicyServer, type PolicyServer } from '../../policy/server.ts';
 import type { RenderCache } from '../../renderer/cache/cache.ts';
 import { createRendererServer, type RendererServer } from '../../renderer/server/index.ts';
-import { TEST_LEASE_ENV } from '../lib/leases.ts';
+import { leaseIdOf, signedLease, TEST_LEASE_ENV } from '../lib/leases.ts';
 import { standInPool, type StandInPool } from '../renderer/stand-in-pool.ts';
 import { request } from './http.ts';
 import { type StoreKind, storeHome } from './stores.ts';
@@ -154,4 +154,22 @@ export function singleUseSuite(t: Test, kind: StoreKind): void {
     t.equal(await send(r.renderers[0]!.port, lease, '2'), '200', 'the edge\'s retry on a renderer that reaches policy renders it');
     t.same(await ledger(r), SETTLED_ONCE);
   });
+
+  t.test('a claim matches the lease by id, key and operation: a signed lease that names the id with another key or operation takes nothing', async (t) => {
+    const r = await rig(t, kind, 0);
+    const lease = await takeLease(r);
+    const id = leaseIdOf(lease);
+    const claimAt = (path: string, token: string) => request(r.policy.settleAddress().port, 'POST', path, { 'content-type': 'application/json' }, JSON.stringify({ lease: token })).then((a) => a.status);
+    // Signed with policy's own key, as a stolen signing key or a bug in the signer would sign them.
+    const otherOperation = signedLease('pdf', { id, keyId: r.keyId });
+    const otherKey = signedLease('html-to-image', { id, keyId: 'key_someone_else' });
+    t.equal(await claimAt(CLAIM_PATH, otherOperation), CLAIM_STATUS.spent, 'another operation under the id: never granted');
+    t.equal(await claimAt(CLAIM_PATH, otherKey), CLAIM_STATUS.spent, 'another key under the id: never granted');
+    t.equal(await claimAt(CLAIM_PATH, lease), CLAIM_STATUS.claimed, 'the lease as granted is still open and claims');
+    await claimAt(RELEASE_PATH, otherOperation);
+    await claimAt(RELEASE_PATH, otherKey);
+    t.equal(await claimAt(CLAIM_PATH, lease), CLAIM_STATUS.held, 'a mismatched release gave nothing back: still held');
+    t.equal(r.renders(), 0);
+  });
+
 }

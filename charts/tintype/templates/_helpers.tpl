@@ -130,7 +130,7 @@ seccompProfile:
 {{- end -}}
 
 {{/*
-Seconds a pod gets once it is deleted: its preStop wait (drainWaitSeconds), then the renders in
+Seconds a pod gets once it is deleted: its drain after SIGTERM (drainWaitSeconds), then the renders in
 flight after SIGTERM (the budget and the edge's margin), and 10 s.
 */}}
 {{- define "tintype.gracePeriod" -}}
@@ -143,16 +143,13 @@ flight after SIGTERM (the budget and the edge's margin), and 10 s.
 {{- end -}}
 
 {{/*
-A tintype role's preStop: GET /healthz/drain on its admin port fails its readiness at once and
-answers after drainWaitSeconds, in which the role keeps serving while the endpoints and Envoy
-let go of it; then SIGTERM, and the role finishes what is in flight (lib/admin.ts).
+A tintype role drains at SIGTERM (lib/admin.ts drainAfterSignal): readiness fails at once and it
+keeps serving for drainWaitSeconds while the endpoints and Envoy let go of it, then finishes what
+is in flight. No preStop: a drain that a request could begin, anything reaching the admin port
+could begin (docs/security.md).
 */}}
-{{- define "tintype.drainPreStop" -}}
-lifecycle:
-  preStop:
-    httpGet:
-      path: {{ printf "/healthz/drain?wait_s=%d" (int .Values.drainWaitSeconds) | quote }}
-      port: admin
+{{- define "tintype.termDrainEnv" -}}
+- { name: TINTYPE_TERM_DRAIN_S, value: {{ .Values.drainWaitSeconds | int64 | toString | quote }} }
 {{- end -}}
 
 {{/* Probes on a role's admin port. */}}
@@ -230,6 +227,24 @@ the release's namespace only); an empty podSelector means every pod of those nam
     {{- toYaml (default (dict) .podSelector) | nindent 4 }}
   namespaceSelector:
     {{- toYaml (default (dict) .namespaceSelector) | nindent 4 }}
+{{- end -}}
+
+{{/*
+A peer that lives beside the release unless its values say where: without a namespaceSelector,
+the release's own namespace (by its name label); with one, as "tintype.peer" (so {} is any
+namespace). Any namespace by default would admit whoever may make a pod with the look-alike
+label anywhere in the cluster (docs/security.md).
+*/}}
+{{- define "tintype.peerHere" -}}
+{{- if hasKey .peer "namespaceSelector" -}}
+{{- include "tintype.peer" .peer -}}
+{{- else -}}
+- podSelector:
+    {{- toYaml (default (dict) .peer.podSelector) | nindent 4 }}
+  namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: {{ .namespace | quote }}
+{{- end -}}
 {{- end -}}
 
 {{/* Address ranges when given, else the selector pair. */}}

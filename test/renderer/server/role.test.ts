@@ -14,11 +14,11 @@ import { createRendererRole } from '../../../renderer/role.ts';
 import { loadConfig } from '../../../lib/config.ts';
 import { createLogger } from '../../../lib/log.ts';
 import { CLAIM_PATH, LEASE_HEADER, SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
-import { DRAIN_PATH } from '../../../lib/admin.ts';
 import { request } from '../../policy/http.ts';
 import { TEST_LEASE_ENV } from '../../lib/leases.ts';
 import { SITE_HOST, newLease, pngSize, post, startSite, until } from './harness.ts';
 import { CACHE_HEADER } from '../../../renderer/server/answer-headers.ts';
+import { STATE_PATH } from '../../../lib/state-contract.ts';
 
 const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-role-'));
 t.teardown(() => rm(dir, { recursive: true, force: true }));
@@ -91,7 +91,7 @@ t.test('renders through its own guard and settles to policy, retrying a failed a
   t.equal(connections, 1, 'the settles shared one kept-alive connection');
 });
 
-t.test('a preStop drain on the admin port: the public port serves on, each answer closing its connection', async (t) => {
+t.test('a drain (at SIGTERM): the public port serves on, each answer closing its connection', async (t) => {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   t.teardown(() => agent.destroy());
   const ping = async () => {
@@ -99,7 +99,8 @@ t.test('a preStop drain on the admin port: the public port serves on, each answe
     return { status: r.status, connection: r.headers.connection };
   };
   t.same(await ping(), { status: 200, connection: 'keep-alive' });
-  t.equal((await request(role.server.adminAddress().port, 'GET', `${DRAIN_PATH}?wait_s=0`)).status, 200);
+  role.server.drain();
+  t.match(JSON.parse((await request(role.server.adminAddress().port, 'GET', STATE_PATH)).body), { draining: true }, 'the operator stops counting its slots');
   t.same(await ping(), { status: 200, connection: 'close' }, 'served, and the edge is told to take its connection elsewhere');
 });
 
