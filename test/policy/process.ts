@@ -23,14 +23,17 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH, HOME: process.env.HOME, TINTYPE_LOG_LEVEL: 'debug', ...TEST_LEASE_ENV, ...env };
 }
 
-/** Runs `bin/tintype <args>` to its end; resolves with its exit code and output. */
-export function runTintype(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs `bin/tintype <args>` to its end; resolves with its exit code and output. `onStderr` sees stderr as it comes. */
+export function runTintype(args: string[], env: Record<string, string>, onStderr?: (text: string) => void): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(...command(args), { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString('utf8');
+      onStderr?.(stderr);
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });

@@ -33,6 +33,17 @@ app.kubernetes.io/component: {{ .role }}
 app.kubernetes.io/component: {{ .role }}
 {{- end -}}
 
+{{/*
+A Deployment's replicas, only while the chart owns them: left out when something else scales the
+Deployment (.owned: the controller, an HPA) or the value is null (KEDA, an HPA of your own), so
+neither `helm upgrade` nor a GitOps sync resets what that owner set (docs/helm.md, "GitOps").
+*/}}
+{{- define "tintype.replicas" -}}
+{{- if and (not .owned) (not (kindIs "invalid" .replicas)) -}}
+replicas: {{ .replicas }}
+{{- end -}}
+{{- end -}}
+
 {{/* The tintype image, by digest when one is given (image.repository: required, tintype.validate). */}}
 {{- define "tintype.image" -}}
 {{- $tag := default .Chart.AppVersion .Values.image.tag -}}
@@ -173,6 +184,33 @@ readinessProbe:
   failureThreshold: 2
 {{- end -}}
 
+{{/*
+The keys this chart version reads from secrets.existingSecret and tls.existingSecret. Where the
+cluster can be read (helm install/upgrade; not helm template), a Secret that lacks some fails the
+render with the keys to add, instead of pods that never start (charts/tintype/UPGRADING.md).
+*/}}
+{{- define "tintype.validateExistingSecrets" -}}
+{{- $want := dict -}}
+{{- with .Values.secrets.existingSecret -}}
+{{- $keys := list "DATABASE_URL" "REDIS_URL" "TINTYPE_LEASE_SIGNING_KEY" "TINTYPE_LEASE_PUBLIC_KEYS" -}}
+{{- if $.Values.migrations.enabled }}{{ $keys = append $keys $.Values.migrations.databaseUrlKey | uniq }}{{ end -}}
+{{- $_ := set $want . (list "secrets.existingSecret" $keys) -}}
+{{- end -}}
+{{- if and .Values.envoy.enabled .Values.tls.existingSecret -}}
+{{- $_ := set $want .Values.tls.existingSecret (list "tls.existingSecret" (list "tls.crt" "tls.key")) -}}
+{{- end -}}
+{{- range $name, $w := $want -}}
+{{- $live := lookup "v1" "Secret" $.Release.Namespace $name -}}
+{{- if $live -}}
+{{- $missing := list -}}
+{{- range (index $w 1) }}{{ if not (hasKey (default (dict) $live.data) .) }}{{ $missing = append $missing . }}{{ end }}{{ end -}}
+{{- if $missing -}}
+{{- fail (printf "the Secret %s (%s) lacks %s, which chart %s reads: add them to it (charts/tintype/UPGRADING.md)" $name (index $w 0) (join ", " $missing) $.Chart.Version) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Refuses a release the chart cannot run. */}}
 {{- define "tintype.validate" -}}
 {{- $s := .Values.secrets -}}
@@ -185,6 +223,7 @@ readinessProbe:
 {{- fail "set secrets.existingSecret, or all of secrets.databaseUrl, secrets.redisUrl, secrets.leaseSigningKey and secrets.leasePublicKeys" -}}
 {{- end -}}
 {{- end -}}
+{{- include "tintype.validateExistingSecrets" . -}}
 {{- if not .Values.image.repository -}}
 {{- fail "set image.repository to the tintype image you built and pushed (docs/helm.md, \"Install\"): no public image is published" -}}
 {{- end -}}
@@ -305,11 +344,13 @@ the release's namespace only); an empty podSelector means every pod of those nam
 {{- end -}}
 
 {{/*
-A pod template's metadata: the role's labels (podLabels cannot change the chart's own) and
+A pod template's metadata: the role's labels but the chart's version (podLabels cannot change the chart's own) and
 annotations (podAnnotations, then the chart's checksums, which win). .checksums: a dict.
 */}}
 {{- define "tintype.podMetadata" -}}
 {{- $labels := merge (include "tintype.roleLabels" . | fromYaml) (deepCopy (default (dict) .v.podLabels)) -}}
+{{- /* Not the chart's version: a new chart version that changes nothing of a pod does not roll it. */}}
+{{- $_ := unset $labels "helm.sh/chart" -}}
 {{- $annotations := merge (default (dict) .checksums) (deepCopy (default (dict) .v.podAnnotations)) -}}
 labels:
   {{- toYaml $labels | nindent 2 }}
