@@ -71,6 +71,21 @@ t.test('renderer replicas are rendered only while the chart owns them (GitOps an
   t.notOk(deployment(await render('operator-scaling-values.yaml'), 'renderer').spec.replicas, 'the operator-scaling ci file: none either');
 });
 
+t.test('global.imageRegistry and global.imagePullSecrets reach every image and every pod (Envoy included)', async (t) => {
+  const set = ['--set', 'global.imageRegistry=mirror.example:5000,global.imagePullSecrets[0]=mirror-pull,imagePullSecrets[0].name=own'];
+  for (const values of ['default-values.yaml', 'operator-scaling-values.yaml']) {
+    const objects = await render(values, set);
+    const pods = objects.flatMap((o: any) => (o.kind === 'Pod' ? [o.spec] : o.spec?.template?.spec ? [o.spec.template.spec] : []));
+    t.ok(pods.length >= 6, `${values}: ${pods.length} pods`);
+    for (const pod of pods) {
+      t.same(pod.imagePullSecrets, [{ name: 'own' }, { name: 'mirror-pull' }], `${values}: ${pod.containers[0].name} pulls with both`);
+      for (const c of pod.containers) t.match(c.image, /^mirror\.example:5000\/(tintype|tintype-browser|envoyproxy\/envoy):/, `${values}: ${c.name}: ${c.image}`);
+    }
+  }
+  const bare = await render('default-values.yaml', ['--set', 'global.imageRegistry=mirror.example,image.repository=tintype']);
+  t.match((bare.find((o: any) => o.kind === 'Deployment' && o.metadata.name === 'tt-policy') as any).spec.template.spec.containers[0].image, /^mirror\.example\/tintype:/, 'a repository without a registry gets it in front');
+});
+
 t.test('global values are accepted (the chart as a dependency of an umbrella chart)', async (t) => {
   const r = await helm(['template', 'tt', CHART, '-f', path('default-values.yaml'), '--set', 'global.imageRegistry=r.example,global.anything.deep=1']);
   t.equal(r.code, 0, r.stderr);

@@ -44,38 +44,61 @@ replicas: {{ .replicas }}
 {{- end -}}
 {{- end -}}
 
-{{/* The tintype image, by digest when one is given (image.repository: required, tintype.validate). */}}
-{{- define "tintype.image" -}}
-{{- $tag := default .Chart.AppVersion .Values.image.tag -}}
-{{- if .Values.image.digest -}}
-{{- printf "%s:%s@%s" .Values.image.repository $tag .Values.image.digest -}}
+{{/*
+An image reference from .repository, .tag and .digest (by digest when one is given). With
+global.imageRegistry (an umbrella chart's mirror) the repository's registry is replaced by it, or
+put in front where the repository names none: every image of the release follows it.
+*/}}
+{{- define "tintype.imageRef" -}}
+{{- $repository := .repository -}}
+{{- with ((.root.Values.global | default dict).imageRegistry) -}}
+{{- $parts := splitList "/" $repository -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $repository = join "/" (rest $parts) -}}
+{{- end -}}
+{{- $repository = printf "%s/%s" (trimSuffix "/" .) $repository -}}
+{{- end -}}
+{{- if .digest -}}
+{{- printf "%s:%s@%s" $repository .tag .digest -}}
 {{- else -}}
-{{- printf "%s:%s" .Values.image.repository $tag -}}
+{{- printf "%s:%s" $repository .tag -}}
 {{- end -}}
 {{- end -}}
 
+{{/* The tintype image (image.repository: required, tintype.validate). */}}
+{{- define "tintype.image" -}}
+{{- include "tintype.imageRef" (dict "root" . "repository" .Values.image.repository "tag" (default .Chart.AppVersion .Values.image.tag) "digest" .Values.image.digest) -}}
+{{- end -}}
+
 {{/*
-The browser container's image (Chromium, fonts, the launcher), by digest when one is given. Its
-repository and tag follow image.* (`<repository>-browser`, the same tag) unless set: the two images
-are built and pushed together.
+The browser container's image (Chromium, fonts, the launcher). Its repository and tag follow
+image.* (`<repository>-browser`, the same tag) unless set: the two images are built and pushed
+together; its digest is its own (another image).
 */}}
 {{- define "tintype.browserImage" -}}
 {{- $i := .Values.renderer.browser.image -}}
 {{- $repository := default (printf "%s-browser" .Values.image.repository) $i.repository -}}
 {{- $tag := default (default .Chart.AppVersion .Values.image.tag) $i.tag -}}
-{{- if $i.digest -}}
-{{- printf "%s:%s@%s" $repository $tag $i.digest -}}
-{{- else -}}
-{{- printf "%s:%s" $repository $tag -}}
-{{- end -}}
+{{- include "tintype.imageRef" (dict "root" . "repository" $repository "tag" $tag "digest" $i.digest) -}}
 {{- end -}}
 
 {{- define "tintype.envoyImage" -}}
 {{- $i := .Values.envoy.image -}}
-{{- if $i.digest -}}
-{{- printf "%s:%s@%s" $i.repository $i.tag $i.digest -}}
-{{- else -}}
-{{- printf "%s:%s" $i.repository $i.tag -}}
+{{- include "tintype.imageRef" (dict "root" . "repository" $i.repository "tag" $i.tag "digest" $i.digest) -}}
+{{- end -}}
+
+{{/* A pod's imagePullSecrets: imagePullSecrets, then global.imagePullSecrets (names or {name: …}). */}}
+{{- define "tintype.imagePullSecrets" -}}
+{{- $names := list -}}
+{{- range concat (.Values.imagePullSecrets | default list) ((.Values.global | default dict).imagePullSecrets | default list) -}}
+{{- if kindIs "string" . }}{{ $names = append $names . }}{{ else }}{{ $names = append $names .name }}{{ end -}}
+{{- end -}}
+{{- with ($names | compact | uniq) -}}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . }}
+{{- end }}
 {{- end -}}
 {{- end -}}
 
