@@ -281,7 +281,7 @@ t.test("Envoy lets go of a policy or renderer pod when the Service's DNS does, h
 t.test('the hook phase of the migration Job is a value: after the objects on a first install beside its own PostgreSQL', async (t) => {
   const hooks = (objects: K8sObject[]) => objects.filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'migrate').map((o) => `${o.kind} ${o.metadata.annotations?.['helm.sh/hook']}`).sort();
   const beside = await render('default-values.yaml', ['--set', 'migrations.hook=post-install\\,pre-upgrade,migrations.waitSeconds=600']);
-  t.same(hooks(beside), ['Job post-install,pre-upgrade', 'NetworkPolicy post-install,pre-upgrade', 'Secret post-install,pre-upgrade'], 'the Secret and the NetworkPolicy it needs move with it');
+  t.same(hooks(beside), ['Job post-install,pre-upgrade', 'NetworkPolicy post-install,pre-upgrade', 'Secret post-install,pre-upgrade', 'ServiceAccount post-install,pre-upgrade'], 'the Secret, ServiceAccount and NetworkPolicy it needs move with it');
   t.same((ofKind(beside, 'Job')[0] as any).spec.template.spec.containers[0].args.slice(-2), ['--wait-s', '600']);
   const r = await helm(['template', 'tt', CHART, '-f', `${CHART}/ci/default-values.yaml`, '--set', 'migrations.hook=whenever']);
   t.not(r.code, 0, 'a phase Helm does not run is refused');

@@ -102,6 +102,16 @@ imagePullSecrets:
 {{- end -}}
 {{- end -}}
 
+{{/* A role's ServiceAccount name: serviceAccount.name, or <release>-<role>; required when the chart makes none. */}}
+{{- define "tintype.serviceAccountName" -}}
+{{- $sa := (index .root.Values .role).serviceAccount -}}
+{{- if $sa.create -}}
+{{- default (include "tintype.name" .) $sa.name -}}
+{{- else -}}
+{{- required (printf "%s.serviceAccount.name: the ServiceAccount made beforehand (serviceAccount.create is false)" .role) $sa.name -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The Secret that holds DATABASE_URL, REDIS_URL, TINTYPE_LEASE_SIGNING_KEY and TINTYPE_LEASE_PUBLIC_KEYS. */}}
 {{- define "tintype.secretName" -}}
 {{- if .Values.secrets.existingSecret -}}
@@ -368,13 +378,17 @@ the release's namespace only); an empty podSelector means every pod of those nam
 
 {{/*
 A pod template's metadata: the role's labels but the chart's version (podLabels cannot change the chart's own) and
-annotations (podAnnotations, then the chart's checksums, which win). .checksums: a dict.
+annotations (podAnnotations, then the chart's checksums, which win; .localVolumes, the pod's emptyDirs
+for the cluster-autoscaler, unless podAnnotations names them). .checksums: a dict.
 */}}
 {{- define "tintype.podMetadata" -}}
 {{- $labels := merge (include "tintype.roleLabels" . | fromYaml) (deepCopy (default (dict) .v.podLabels)) -}}
 {{- /* Not the chart's version: a new chart version that changes nothing of a pod does not roll it. */}}
 {{- $_ := unset $labels "helm.sh/chart" -}}
 {{- $annotations := merge (default (dict) .checksums) (deepCopy (default (dict) .v.podAnnotations)) -}}
+{{- /* The cluster-autoscaler keeps a node that holds a pod with an emptyDir unless told these
+scratch volumes may go (nothing in them outlives the pod); podAnnotations may say otherwise. */}}
+{{- with .localVolumes }}{{ $annotations = merge $annotations (dict "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes" (join "," .)) }}{{ end -}}
 labels:
   {{- toYaml $labels | nindent 2 }}
 {{- with $annotations }}
