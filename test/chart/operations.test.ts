@@ -163,12 +163,28 @@ t.test("Envoy's heap and connection limits follow its values, the heap below its
   t.match(r.stderr, /envoy\.maxHeapMiB \(700\) must stay below envoy\.resources\.limits\.memory \(640Mi\)/);
 });
 
-t.test('Envoy listens dual-stack, as the other roles do', async (t) => {
-  const { doc } = await renderedEnvoy('default-values.yaml');
-  for (const l of doc.static_resources.listeners) {
-    t.equal(l.address.socket_address.address, '::', `${l.name}: IPv6`);
-    t.equal(l.address.socket_address.ipv4_compat, true, `${l.name}: and IPv4 on the same socket`);
+t.test('envoy.ipFamily: the addresses Envoy binds follow the family, auto from the edge Service (no :: on an IPv4-only node)', async (t) => {
+  const rows: [string, string[], string, boolean | undefined][] = [
+    ['auto, the cluster default Service', [], '0.0.0.0', undefined],
+    ['auto, a dual-stack Service', ['--set', 'envoy.service.ipFamilyPolicy=PreferDualStack'], '::', true],
+    ['auto, an IPv6 Service', ['--set', 'envoy.service.ipFamilies={IPv6}'], '::', false],
+    ['auto, IPv4 then IPv6', ['--set', 'envoy.service.ipFamilies={IPv4,IPv6}'], '::', true],
+    ['IPv4', ['--set', 'envoy.ipFamily=IPv4'], '0.0.0.0', undefined],
+    ['IPv6', ['--set', 'envoy.ipFamily=IPv6'], '::', false],
+    ['DualStack', ['--set', 'envoy.ipFamily=DualStack'], '::', true],
+  ];
+  for (const [name, extra, address, compat] of rows) {
+    const { doc } = await renderedEnvoy('default-values.yaml', extra);
+    t.same(walkBootstrap(doc), [], `${name}: a valid bootstrap`);
+    for (const l of doc.static_resources.listeners) {
+      t.equal(l.address.socket_address.address, address, `${name}: ${l.name} on ${address}`);
+      t.equal(l.address.socket_address.ipv4_compat, compat, `${name}: ${l.name} ipv4_compat ${compat}`);
+    }
   }
+  const svc: any = named(await render('default-values.yaml', ['--set', 'envoy.service.ipFamilyPolicy=RequireDualStack,envoy.service.ipFamilies={IPv6,IPv4}']), 'Service', `${RELEASE}-envoy`);
+  t.equal(svc.spec.ipFamilyPolicy, 'RequireDualStack');
+  t.same(svc.spec.ipFamilies, ['IPv6', 'IPv4']);
+  t.same(await k8sErrors(svc), []);
 });
 
 t.test('the OTLP collector over https: TLS to it, its name checked; its port opened', async (t) => {

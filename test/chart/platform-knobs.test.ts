@@ -120,3 +120,17 @@ t.test("the migration Job is placed and labelled as policy's pods are, with poli
   t.ok(Number(sa.metadata.annotations['helm.sh/hook-weight']) < Number(job.metadata.annotations['helm.sh/hook-weight']));
   await valid(t, objects);
 });
+
+t.test('HorizontalPodAutoscalers for Envoy and the guard, which then carry no replicas of the chart', async (t) => {
+  const objects = await render('operator-scaling-values.yaml', ['--set', 'envoy.autoscaling.enabled=true,guard.autoscaling.enabled=true,guard.autoscaling.minReplicas=1,guard.autoscaling.maxReplicas=4']);
+  for (const [role, min, max] of [['envoy', 2, 6], ['guard', 1, 4]] as const) {
+    const hpa: any = workload(objects, 'HorizontalPodAutoscaler', `tt-${role}`);
+    t.same(hpa.spec.scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: `tt-${role}` }, `${role}: scales its Deployment`);
+    t.same([hpa.spec.minReplicas, hpa.spec.maxReplicas], [min, max]);
+    t.equal(hpa.spec.metrics[0].resource.target.averageUtilization, 70);
+    t.notOk('replicas' in workload(objects, 'Deployment', `tt-${role}`).spec, `${role}: no replicas to reset the autoscaler's`);
+  }
+  t.same(workload(objects, 'PodDisruptionBudget', 'tt-guard').spec.maxUnavailable, 1, 'a minimum of one guard does not block drains');
+  await valid(t, objects);
+  t.equal(ofKind(await render('default-values.yaml'), 'HorizontalPodAutoscaler').length, 0, 'off by default');
+});

@@ -112,6 +112,29 @@ imagePullSecrets:
 {{- end -}}
 {{- end -}}
 
+{{/*
+Envoy's listening address for .port, by envoy.ipFamily. auto: both families on one socket where
+the edge's Service asks for IPv6 (ipFamilies names it, or a dual-stack ipFamilyPolicy), else IPv4
+alone, since binding :: makes Envoy exit on a node booted without IPv6.
+*/}}
+{{- define "tintype.envoyFamily" -}}
+{{- $v := .Values.envoy -}}
+{{- $dual := has $v.service.ipFamilyPolicy (list "PreferDualStack" "RequireDualStack") -}}
+{{- $families := $v.service.ipFamilies | default list -}}
+{{- if ne $v.ipFamily "auto" -}}{{ $v.ipFamily }}
+{{- else if or $dual (and (has "IPv6" $families) (has "IPv4" $families)) -}}DualStack
+{{- else if has "IPv6" $families -}}IPv6
+{{- else -}}IPv4
+{{- end -}}
+{{- end -}}
+{{- define "tintype.envoyBind" -}}
+{{- $family := include "tintype.envoyFamily" .root -}}
+{{- if eq $family "IPv4" -}}{ address: 0.0.0.0, port_value: {{ .port }} }
+{{- else if eq $family "IPv6" -}}{ address: "::", port_value: {{ .port }}, ipv4_compat: false }
+{{- else -}}{ address: "::", port_value: {{ .port }}, ipv4_compat: true }
+{{- end -}}
+{{- end -}}
+
 {{/* The Secret that holds DATABASE_URL, REDIS_URL, TINTYPE_LEASE_SIGNING_KEY and TINTYPE_LEASE_PUBLIC_KEYS. */}}
 {{- define "tintype.secretName" -}}
 {{- if .Values.secrets.existingSecret -}}
