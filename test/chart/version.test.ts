@@ -2,13 +2,14 @@
  * Every change of the chart ships under a new version (charts/tintype/UPGRADING.md): the chart in
  * the working tree, against the last merged revision, has a higher Chart.yaml version when any of
  * its files differ, and UPGRADING.md has a section for the version it carries. A new version that
- * changes nothing of a pod rolls no pod.
+ * changes nothing of a pod rolls no pod. The package ships what a release needs and nothing of CI's.
  */
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { CHART, helm, type K8sObject } from '../helm.ts';
 import { chartChangedSince, currentVersion, lastMergedRevision, semverAbove, versionAt } from './chart-history.ts';
 
@@ -45,4 +46,17 @@ t.test('a new chart version alone rolls no pod: pod templates carry no chart ver
   const [now, bumped] = [await templates(CHART), await templates(copy)];
   t.ok(now.size >= 4, `${now.size} Deployments`);
   for (const [name, template] of now) t.same(bumped.get(name), template, `${name}: the same pod template`);
+});
+
+const CI_SIGNING_KEY = (parse(readFileSync(path.join(CHART, 'ci/default-values.yaml'), 'utf8')) as { secrets: { leaseSigningKey: string } }).secrets.leaseSigningKey;
+
+t.test('the packaged chart ships UPGRADING.md and the schema, and leaves out ci/ (its CI-only lease key pair)', async (t) => {
+  const out = mkdtempSync(path.join(os.tmpdir(), 'tintype-package-'));
+  const r = await helm(['package', CHART, '--destination', out]);
+  t.equal(r.code, 0, r.stderr);
+  const tgz = path.join(out, `tintype-${currentVersion()}.tgz`);
+  const files = execFileSync('tar', ['-tzf', tgz], { encoding: 'utf8' }).split('\n').filter((f) => f !== '');
+  for (const f of ['tintype/UPGRADING.md', 'tintype/values.schema.json', 'tintype/crds/renderpools.tintype.dev.yaml', 'tintype/files/envoy.yaml']) t.ok(files.includes(f), f);
+  t.same(files.filter((f) => f.startsWith('tintype/ci/')), [], 'no ci/ values file');
+  t.notOk(files.some((f) => readFileSync(path.join(CHART, '..', f), 'utf8').includes(CI_SIGNING_KEY)), 'no file holds the CI signing key');
 });
