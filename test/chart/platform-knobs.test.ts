@@ -134,3 +134,18 @@ t.test('HorizontalPodAutoscalers for Envoy and the guard, which then carry no re
   await valid(t, objects);
   t.equal(ofKind(await render('default-values.yaml'), 'HorizontalPodAutoscaler').length, 0, 'off by default');
 });
+
+t.test('an OTLP collector outside the cluster: its address ranges opened by every NetworkPolicy, a path kept in its URL', async (t) => {
+  const objects = await render('default-values.yaml', ['--set', 'telemetry.otlpEndpoint=https://otel.example.com/tenant-a,telemetry.collectorPeer.cidrs={203.0.113.10/32}']);
+  const policies = ofKind(objects, 'NetworkPolicy').filter((p: any) => p.spec.egress?.some((e: any) => e.ports?.some((port: any) => port.port === 443)));
+  t.ok(policies.length >= 4, `${policies.length} NetworkPolicies reach the collector`);
+  for (const p of policies as any[]) {
+    const rule = p.spec.egress.find((e: any) => e.ports?.some((port: any) => port.port === 443) && e.to.some((to: any) => to.ipBlock));
+    t.same(rule?.to, [{ ipBlock: { cidr: '203.0.113.10/32' } }], `${p.metadata.name}: the collector's range alone`);
+  }
+  const env = (workload(objects, 'Deployment', 'tt-policy').spec.template.spec.containers[0].env as any[]).find((e) => e.name === 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  t.equal(env.value, 'https://otel.example.com/tenant-a');
+  const envoy: any = workload(objects, 'ConfigMap', 'tt-envoy');
+  t.match(envoy.data['envoy.yaml'], 'uri: https://otel.example.com/tenant-a/v1/traces', "Envoy's exporter posts under the path");
+  await valid(t, objects);
+});

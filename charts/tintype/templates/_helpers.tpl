@@ -307,6 +307,11 @@ a port, the scheme's (80, 443).
 {{- define "tintype.collectorHost" -}}
 {{- (split ":" (urlParse .Values.telemetry.otlpEndpoint).host)._0 -}}
 {{- end -}}
+{{/* The traces URL, as the roles make it (lib/telemetry.ts): the endpoint is a base (a path kept), …/v1/traces used as is. */}}
+{{- define "tintype.collectorTracesUrl" -}}
+{{- $e := trimSuffix "/" .Values.telemetry.otlpEndpoint -}}
+{{- if hasSuffix "/v1/traces" $e }}{{ $e }}{{ else }}{{ printf "%s/v1/traces" $e }}{{ end -}}
+{{- end -}}
 {{- define "tintype.collectorTls" -}}
 {{- if eq (urlParse .Values.telemetry.otlpEndpoint).scheme "https" }}true{{ end -}}
 {{- end -}}
@@ -356,12 +361,12 @@ the release's namespace only); an empty podSelector means every pod of those nam
     {{- end }}
 {{- end -}}
 
-{{/* Egress to the OpenTelemetry collector, when tracing is on. */}}
+{{/* Egress to the OpenTelemetry collector, when tracing is on: its pods, or its address ranges (one outside the cluster). */}}
 {{- define "tintype.collectorEgress" -}}
 {{- if .Values.telemetry.otlpEndpoint -}}
 - ports: [{ port: {{ include "tintype.collectorPort" . }}, protocol: TCP }]
   to:
-    {{- include "tintype.peer" .Values.telemetry.collectorPeer | nindent 4 }}
+    {{- include "tintype.peerOrCidrs" .Values.telemetry.collectorPeer | nindent 4 }}
 {{- end -}}
 {{- end -}}
 
