@@ -6,7 +6,7 @@
  * CPU limits left out on request, and the migration Job placed and identified as policy is. Each
  * rendered object is held to the Kubernetes API as render.test.ts does.
  */
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { CHART, helm, ofKind, render, type K8sObject } from '../helm.ts';
 import { isBuiltIn, k8sErrors } from './k8s-schema.ts';
 
@@ -14,10 +14,9 @@ import { isBuiltIn, k8sErrors } from './k8s-schema.ts';
 const pods = (objects: K8sObject[]): [string, any][] => objects.flatMap((o: any): [string, any][] => (o.spec?.template?.spec ? [[`${o.kind}/${o.metadata.name}`, o.spec.template] as [string, any]] : []));
 const workload = (objects: K8sObject[], kind: string, name: string): any => objects.find((o) => o.kind === kind && o.metadata.name === name);
 
-async function valid(t: Tap, objects: K8sObject[]): Promise<void> {
+async function valid(t: Test, objects: K8sObject[]): Promise<void> {
   for (const o of objects.filter(isBuiltIn)) t.same(await k8sErrors(o), [], `${o.kind}/${o.metadata.name}`);
 }
-type Tap = Parameters<Parameters<typeof t.test>[1]>[0];
 
 t.test('serviceAccount.create false: the pods run as the pre-made account and the chart makes none', async (t) => {
   const objects = await render('operator-scaling-values.yaml', ['--set', 'policy.serviceAccount.create=false,policy.serviceAccount.name=db-identity,controller.serviceAccount.create=false,controller.serviceAccount.name=ops']);
@@ -25,7 +24,7 @@ t.test('serviceAccount.create false: the pods run as the pre-made account and th
   t.equal(workload(objects, 'Deployment', 'tt-policy').spec.template.spec.serviceAccountName, 'db-identity');
   t.equal(workload(objects, 'Deployment', 'tt-controller').spec.template.spec.serviceAccountName, 'ops');
   t.same((workload(objects, 'RoleBinding', 'tt-controller') as any).subjects.map((s: any) => s.name), ['ops'], "the controller's Role is bound to it");
-  t.equal(ofKind(objects, 'Job')[0]!.spec && (ofKind(objects, 'Job')[0] as any).spec.template.spec.serviceAccountName, 'db-identity', "the migration Job runs as policy's account");
+  t.equal((ofKind(objects, 'Job')[0] as any).spec.template.spec.serviceAccountName, 'db-identity', "the migration Job runs as policy's account");
   const r = await helm(['template', 'tt', CHART, '-f', `${CHART}/ci/default-values.yaml`, '--set', 'guard.serviceAccount.create=false']);
   t.not(r.code, 0);
   t.match(r.stderr, /guard\.serviceAccount\.name: the ServiceAccount made beforehand/);
