@@ -405,9 +405,10 @@ the release's namespace only); an empty podSelector means every pod of those nam
 {{- end -}}
 
 {{/*
-A pod template's metadata: the role's labels but the chart's version (podLabels cannot change the chart's own) and
-annotations (podAnnotations, then the chart's checksums, which win; .localVolumes, the pod's emptyDirs
-for the cluster-autoscaler, unless podAnnotations names them). .checksums: a dict.
+A pod template's metadata: the role's labels but the chart's version (podLabels cannot change
+the chart's own) and annotations (podAnnotations, then the chart's checksums, which win;
+.localVolumes, the pod's emptyDirs for the cluster-autoscaler, unless podAnnotations names
+them). .checksums: a dict.
 */}}
 {{- define "tintype.podMetadata" -}}
 {{- $labels := merge (include "tintype.roleLabels" . | fromYaml) (deepCopy (default (dict) .v.podLabels)) -}}
