@@ -1,7 +1,7 @@
 /**
  * What a platform team needs of the chart beyond the roles' own wiring (docs/helm.md): names
- * within Kubernetes' limits for any release name, one controller per release in a namespace, an
- * upgrade that turns the controller on keeps the renderers, the knobs every chart offers per role,
+ * within Kubernetes' limits for any release name, one controller per release in a namespace,
+ * replicas rendered only while the chart owns them, the knobs every chart offers per role,
  * limits derived so the process gives way before the OOM killer, and Envoy listening and
  * answering as the roles do.
  */
@@ -58,15 +58,32 @@ t.test('the controller leads and scales its own release: a Lease and a pool per 
   t.not(leases[0], leases[1], 'two releases in one namespace hold two Leases');
 });
 
-t.test('turning the controller on keeps the renderers: replicas stay set (the count running, or at least minReplicas)', async (t) => {
+t.test('renderer replicas are rendered only while the chart owns them (GitOps and the operator never fight)', async (t) => {
   const off = deployment(await render('default-values.yaml', ['--set', 'renderer.replicas=6']), 'renderer');
-  t.equal(off.spec.replicas, 6);
-  // Helm's three-way merge removes a field the new manifest leaves out: the Deployment would drop
-  // to 1 replica. With no cluster to read (helm template), the larger of replicas and minReplicas.
+  t.equal(off.spec.replicas, 6, 'the chart owns them: renderer.replicas');
+  // The controller scales them: a replicas field here would reset its count on every sync of a
+  // GitOps tool and every helm upgrade (docs/helm.md, "GitOps").
   const on = deployment(await render('default-values.yaml', ['--set', 'renderer.replicas=6,controller.enabled=true']), 'renderer');
-  t.equal(on.spec.replicas, 6, 'never fewer than were running by the values');
-  const pool = deployment(await render('default-values.yaml', ['--set', 'renderer.replicas=2,controller.enabled=true,controller.renderPool.minReplicas=3']), 'renderer');
-  t.equal(pool.spec.replicas, 3, "at least the pool's minimum");
+  t.notOk('replicas' in on.spec, 'controller on: no replicas');
+  // An HPA or KEDA of the operator's: null says so.
+  const none = deployment(await render('default-values.yaml', ['--set', 'renderer.replicas=null']), 'renderer');
+  t.notOk('replicas' in none.spec, 'renderer.replicas null: no replicas');
+  t.notOk(deployment(await render('operator-scaling-values.yaml'), 'renderer').spec.replicas, 'the operator-scaling ci file: none either');
+});
+
+t.test('global.imageRegistry and global.imagePullSecrets reach every image and every pod (Envoy included)', async (t) => {
+  const set = ['--set', 'global.imageRegistry=mirror.example:5000,global.imagePullSecrets[0]=mirror-pull,imagePullSecrets[0].name=own'];
+  for (const values of ['default-values.yaml', 'operator-scaling-values.yaml']) {
+    const objects = await render(values, set);
+    const pods = objects.flatMap((o: any) => (o.kind === 'Pod' ? [o.spec] : o.spec?.template?.spec ? [o.spec.template.spec] : []));
+    t.ok(pods.length >= 6, `${values}: ${pods.length} pods`);
+    for (const pod of pods) {
+      t.same(pod.imagePullSecrets, [{ name: 'own' }, { name: 'mirror-pull' }], `${values}: ${pod.containers[0].name} pulls with both`);
+      for (const c of pod.containers) t.match(c.image, /^mirror\.example:5000\/(tintype|tintype-browser|envoyproxy\/envoy):/, `${values}: ${c.name}: ${c.image}`);
+    }
+  }
+  const bare = await render('default-values.yaml', ['--set', 'global.imageRegistry=mirror.example,image.repository=tintype']);
+  t.match((bare.find((o: any) => o.kind === 'Deployment' && o.metadata.name === 'tt-policy') as any).spec.template.spec.containers[0].image, /^mirror\.example\/tintype:/, 'a repository without a registry gets it in front');
 });
 
 t.test('global values are accepted (the chart as a dependency of an umbrella chart)', async (t) => {
@@ -146,12 +163,28 @@ t.test("Envoy's heap and connection limits follow its values, the heap below its
   t.match(r.stderr, /envoy\.maxHeapMiB \(700\) must stay below envoy\.resources\.limits\.memory \(640Mi\)/);
 });
 
-t.test('Envoy listens dual-stack, as the other roles do', async (t) => {
-  const { doc } = await renderedEnvoy('default-values.yaml');
-  for (const l of doc.static_resources.listeners) {
-    t.equal(l.address.socket_address.address, '::', `${l.name}: IPv6`);
-    t.equal(l.address.socket_address.ipv4_compat, true, `${l.name}: and IPv4 on the same socket`);
+t.test('envoy.ipFamily: the addresses Envoy binds follow the family, auto from the edge Service (no :: on an IPv4-only node)', async (t) => {
+  const rows: [string, string[], string, boolean | undefined][] = [
+    ['auto, the cluster default Service', [], '0.0.0.0', undefined],
+    ['auto, a dual-stack Service', ['--set', 'envoy.service.ipFamilyPolicy=PreferDualStack'], '::', true],
+    ['auto, an IPv6 Service', ['--set', 'envoy.service.ipFamilies={IPv6}'], '::', false],
+    ['auto, IPv4 then IPv6', ['--set', 'envoy.service.ipFamilies={IPv4,IPv6}'], '::', true],
+    ['IPv4', ['--set', 'envoy.ipFamily=IPv4'], '0.0.0.0', undefined],
+    ['IPv6', ['--set', 'envoy.ipFamily=IPv6'], '::', false],
+    ['DualStack', ['--set', 'envoy.ipFamily=DualStack'], '::', true],
+  ];
+  for (const [name, extra, address, compat] of rows) {
+    const { doc } = await renderedEnvoy('default-values.yaml', extra);
+    t.same(walkBootstrap(doc), [], `${name}: a valid bootstrap`);
+    for (const l of doc.static_resources.listeners) {
+      t.equal(l.address.socket_address.address, address, `${name}: ${l.name} on ${address}`);
+      t.equal(l.address.socket_address.ipv4_compat, compat, `${name}: ${l.name} ipv4_compat ${compat}`);
+    }
   }
+  const svc: any = named(await render('default-values.yaml', ['--set', 'envoy.service.ipFamilyPolicy=RequireDualStack,envoy.service.ipFamilies={IPv6,IPv4}']), 'Service', `${RELEASE}-envoy`);
+  t.equal(svc.spec.ipFamilyPolicy, 'RequireDualStack');
+  t.same(svc.spec.ipFamilies, ['IPv6', 'IPv4']);
+  t.same(await k8sErrors(svc), []);
 });
 
 t.test('the OTLP collector over https: TLS to it, its name checked; its port opened', async (t) => {
@@ -214,8 +247,8 @@ t.test('upgrades: migrations run once in a pre-install/pre-upgrade hook Job with
     t.equal(o.metadata.annotations['helm.sh/hook'], 'pre-install,pre-upgrade', `${o.kind}: a hook too`);
     t.ok(Number(o.metadata.annotations['helm.sh/hook-weight']) < Number(job.metadata.annotations['helm.sh/hook-weight']), `${o.kind}: before the Job`);
   }
-  t.equal(job.spec.activeDeadlineSeconds, 3600);
-  t.same(c.args, ['migrate', '--timeout-s', '3600'], 'one statement may run as long as the Job');
+  t.equal(job.spec.activeDeadlineSeconds, 3600 + 240, 'the Job may wait for PostgreSQL, then migrate');
+  t.same(c.args, ['migrate', '--timeout-s', '3600', '--wait-s', '240'], 'a PostgreSQL not up yet is tried again for migrations.waitSeconds');
   const policy = deployment(objects, 'policy').spec.template.spec.containers[0];
   t.equal(envOf(policy)['TINTYPE_MIGRATE'], 'wait', 'policy pods wait for the schema instead of migrating');
   const existing = ofKind(await render('existing-secrets-values.yaml', ['--set', 'migrations.databaseUrlKey=DATABASE_MIGRATE_URL']), 'Job')[0] as any;
@@ -260,4 +293,14 @@ t.test("Envoy lets go of a policy or renderer pod when the Service's DNS does, h
     t.equal(c.ignore_health_on_host_removal, true, name);
     t.equal(c.type, 'STRICT_DNS', `${name}: a host leaves with the DNS answer`);
   }
+});
+
+t.test('the hook phase of the migration Job is a value: after the objects on a first install beside its own PostgreSQL', async (t) => {
+  const hooks = (objects: K8sObject[]) => objects.filter((o) => o.metadata.labels?.['app.kubernetes.io/component'] === 'migrate').map((o) => `${o.kind} ${o.metadata.annotations?.['helm.sh/hook']}`).sort();
+  const beside = await render('default-values.yaml', ['--set', 'migrations.hook=post-install\\,pre-upgrade,migrations.waitSeconds=600']);
+  t.same(hooks(beside), ['Job post-install,pre-upgrade', 'NetworkPolicy post-install,pre-upgrade', 'Secret post-install,pre-upgrade', 'ServiceAccount post-install,pre-upgrade'], 'the Secret, ServiceAccount and NetworkPolicy it needs move with it');
+  t.same((ofKind(beside, 'Job')[0] as any).spec.template.spec.containers[0].args.slice(-2), ['--wait-s', '600']);
+  const r = await helm(['template', 'tt', CHART, '-f', `${CHART}/ci/default-values.yaml`, '--set', 'migrations.hook=whenever']);
+  t.not(r.code, 0, 'a phase Helm does not run is refused');
+  t.match(r.stderr, /migrations[./]hook/);
 });

@@ -22,7 +22,7 @@ const INSTALL = joinContinuations(blocksIn(PAGE, 'Install', 'sh')[0]!);
 async function template(words: string[]): Promise<K8sObject[]> {
   const [, verb, release, chart, ...rest] = words;
   if (!['install', 'upgrade'].includes(verb!) || chart !== 'charts/tintype') throw new Error(`not a helm install or upgrade of the chart: ${words.join(' ')}`);
-  const args = rest.filter((w) => w !== '--reuse-values');
+  const args = rest.filter((w) => w !== '--reset-then-reuse-values');
   const r = await helm(['template', release!, CHART, '--kube-version', '1.35.0', ...args]);
   if (r.code !== 0) throw new Error(`helm template ${args.join(' ')}: ${r.stderr}`);
   return parseAllDocuments(r.stdout).map((d) => d.toJS() as K8sObject | null).filter((o): o is K8sObject => o !== null);
@@ -73,7 +73,7 @@ t.test('every deployment/… and Service the page names is rendered, with the po
 t.test('Upgrade: the printed helm upgrade renders the new tag; the CRD file it applies exists', async (t) => {
   const printed = /`(helm upgrade [^`]+)`/.exec(PAGE)![1]!;
   const words = parseLine(printed).words;
-  // --reuse-values keeps what the install set: the same, given again.
+  // --reset-then-reuse-values keeps what the install set: the same, given again.
   const sets = line('helm install ').slice(4);
   const upgraded = await template([...words, ...sets]);
   const images = upgraded.filter((o) => o.kind === 'Deployment').flatMap((d) => containers(d).map((c: any) => c.image as string)).filter((i) => !/envoy/.test(i));

@@ -14,8 +14,8 @@ const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../.
  * its own loader into a child's NODE_OPTIONS, and that loader cannot load the extensionless
  * launcher; env execs, so the pid is the tintype process's own (kill -9 reaches it).
  */
-function command(args: string[]): [string, string[]] {
-  return ['/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, ...args]];
+function command(args: string[], launcher = TINTYPE): [string, string[]] {
+  return ['/usr/bin/env', ['-u', 'NODE_OPTIONS', launcher, ...args]];
 }
 
 /** Settings a child inherits from nothing: only PATH, HOME and what the test gives it. */
@@ -23,14 +23,17 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH, HOME: process.env.HOME, TINTYPE_LOG_LEVEL: 'debug', ...TEST_LEASE_ENV, ...env };
 }
 
-/** Runs `bin/tintype <args>` to its end; resolves with its exit code and output. */
-export function runTintype(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs `bin/tintype <args>` (or another checkout's, `launcher`) to its end; resolves with its exit code and output. `onStderr` sees stderr as it comes. */
+export function runTintype(args: string[], env: Record<string, string>, onStderr?: (text: string) => void, launcher?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(...command(args), { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(...command(args, launcher), { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => {
+      stderr += c.toString('utf8');
+      onStderr?.(stderr);
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
@@ -52,10 +55,10 @@ export interface PolicyProcess {
 
 /**
  * Starts `bin/tintype policy` on a free port and waits for its `listening` line; `onEntry` sees
- * every log entry it writes before that.
+ * every log entry it writes before that. `launcher`: another checkout's bin/tintype (an earlier release).
  */
-export function startPolicyProcess(env: Record<string, string>, onEntry?: (entry: Record<string, unknown>) => void): Promise<PolicyProcess> {
-  const child: ChildProcess = spawn(...command(['policy']), { env: childEnv({ PORT: '0', TINTYPE_ADMIN_PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+export function startPolicyProcess(env: Record<string, string>, onEntry?: (entry: Record<string, unknown>) => void, launcher?: string): Promise<PolicyProcess> {
+  const child: ChildProcess = spawn(...command(['policy'], launcher), { env: childEnv({ PORT: '0', TINTYPE_ADMIN_PORT: '0', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let pending = '';
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -33,38 +33,105 @@ app.kubernetes.io/component: {{ .role }}
 app.kubernetes.io/component: {{ .role }}
 {{- end -}}
 
-{{/* The tintype image, by digest when one is given (image.repository: required, tintype.validate). */}}
-{{- define "tintype.image" -}}
-{{- $tag := default .Chart.AppVersion .Values.image.tag -}}
-{{- if .Values.image.digest -}}
-{{- printf "%s:%s@%s" .Values.image.repository $tag .Values.image.digest -}}
-{{- else -}}
-{{- printf "%s:%s" .Values.image.repository $tag -}}
+{{/*
+A Deployment's replicas, only while the chart owns them: left out when something else scales the
+Deployment (.owned: the controller, an HPA) or the value is null (KEDA, an HPA of your own), so
+neither `helm upgrade` nor a GitOps sync resets what that owner set (docs/helm.md, "GitOps").
+*/}}
+{{- define "tintype.replicas" -}}
+{{- if and (not .owned) (not (kindIs "invalid" .replicas)) -}}
+replicas: {{ .replicas }}
 {{- end -}}
 {{- end -}}
 
 {{/*
-The browser container's image (Chromium, fonts, the launcher), by digest when one is given. Its
-repository and tag follow image.* (`<repository>-browser`, the same tag) unless set: the two images
-are built and pushed together.
+An image reference from .repository, .tag and .digest (by digest when one is given). With
+global.imageRegistry (an umbrella chart's mirror) the repository's registry is replaced by it, or
+put in front where the repository names none: every image of the release follows it.
+*/}}
+{{- define "tintype.imageRef" -}}
+{{- $repository := .repository -}}
+{{- with ((.root.Values.global | default dict).imageRegistry) -}}
+{{- $parts := splitList "/" $repository -}}
+{{- $first := first $parts -}}
+{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+{{- $repository = join "/" (rest $parts) -}}
+{{- end -}}
+{{- $repository = printf "%s/%s" (trimSuffix "/" .) $repository -}}
+{{- end -}}
+{{- if .digest -}}
+{{- printf "%s:%s@%s" $repository .tag .digest -}}
+{{- else -}}
+{{- printf "%s:%s" $repository .tag -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The tintype image (image.repository: required, tintype.validate). */}}
+{{- define "tintype.image" -}}
+{{- include "tintype.imageRef" (dict "root" . "repository" .Values.image.repository "tag" (default .Chart.AppVersion .Values.image.tag) "digest" .Values.image.digest) -}}
+{{- end -}}
+
+{{/*
+The browser container's image (Chromium, fonts, the launcher). Its repository and tag follow
+image.* (`<repository>-browser`, the same tag) unless set: the two images are built and pushed
+together; its digest is its own (another image).
 */}}
 {{- define "tintype.browserImage" -}}
 {{- $i := .Values.renderer.browser.image -}}
 {{- $repository := default (printf "%s-browser" .Values.image.repository) $i.repository -}}
 {{- $tag := default (default .Chart.AppVersion .Values.image.tag) $i.tag -}}
-{{- if $i.digest -}}
-{{- printf "%s:%s@%s" $repository $tag $i.digest -}}
-{{- else -}}
-{{- printf "%s:%s" $repository $tag -}}
-{{- end -}}
+{{- include "tintype.imageRef" (dict "root" . "repository" $repository "tag" $tag "digest" $i.digest) -}}
 {{- end -}}
 
 {{- define "tintype.envoyImage" -}}
 {{- $i := .Values.envoy.image -}}
-{{- if $i.digest -}}
-{{- printf "%s:%s@%s" $i.repository $i.tag $i.digest -}}
+{{- include "tintype.imageRef" (dict "root" . "repository" $i.repository "tag" $i.tag "digest" $i.digest) -}}
+{{- end -}}
+
+{{/* A pod's imagePullSecrets: imagePullSecrets, then global.imagePullSecrets (names or {name: …}). */}}
+{{- define "tintype.imagePullSecrets" -}}
+{{- $names := list -}}
+{{- range concat (.Values.imagePullSecrets | default list) ((.Values.global | default dict).imagePullSecrets | default list) -}}
+{{- if kindIs "string" . }}{{ $names = append $names . }}{{ else }}{{ $names = append $names .name }}{{ end -}}
+{{- end -}}
+{{- with ($names | compact | uniq) -}}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* A role's ServiceAccount name: serviceAccount.name, or <release>-<role>; required when the chart makes none. */}}
+{{- define "tintype.serviceAccountName" -}}
+{{- $sa := (index .root.Values .role).serviceAccount -}}
+{{- if $sa.create -}}
+{{- default (include "tintype.name" .) $sa.name -}}
 {{- else -}}
-{{- printf "%s:%s" $i.repository $i.tag -}}
+{{- required (printf "%s.serviceAccount.name: the ServiceAccount made beforehand (serviceAccount.create is false)" .role) $sa.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Envoy's listening address for .port, by envoy.ipFamily. auto: both families on one socket where
+the edge's Service asks for IPv6 (ipFamilies names it, or a dual-stack ipFamilyPolicy), else IPv4
+alone, since binding :: makes Envoy exit on a node booted without IPv6.
+*/}}
+{{- define "tintype.envoyFamily" -}}
+{{- $v := .Values.envoy -}}
+{{- $dual := has $v.service.ipFamilyPolicy (list "PreferDualStack" "RequireDualStack") -}}
+{{- $families := $v.service.ipFamilies | default list -}}
+{{- if ne $v.ipFamily "auto" -}}{{ $v.ipFamily }}
+{{- else if or $dual (and (has "IPv6" $families) (has "IPv4" $families)) -}}DualStack
+{{- else if has "IPv6" $families -}}IPv6
+{{- else -}}IPv4
+{{- end -}}
+{{- end -}}
+{{- define "tintype.envoyBind" -}}
+{{- $family := include "tintype.envoyFamily" .root -}}
+{{- if eq $family "IPv4" -}}{ address: 0.0.0.0, port_value: {{ .port }} }
+{{- else if eq $family "IPv6" -}}{ address: "::", port_value: {{ .port }}, ipv4_compat: false }
+{{- else -}}{ address: "::", port_value: {{ .port }}, ipv4_compat: true }
 {{- end -}}
 {{- end -}}
 
@@ -170,6 +237,33 @@ readinessProbe:
   failureThreshold: 2
 {{- end -}}
 
+{{/*
+The keys this chart version reads from secrets.existingSecret and tls.existingSecret. Where the
+cluster can be read (helm install/upgrade; not helm template), a Secret that lacks some fails the
+render with the keys to add, instead of pods that never start (charts/tintype/UPGRADING.md).
+*/}}
+{{- define "tintype.validateExistingSecrets" -}}
+{{- $want := dict -}}
+{{- with .Values.secrets.existingSecret -}}
+{{- $keys := list "DATABASE_URL" "REDIS_URL" "TINTYPE_LEASE_SIGNING_KEY" "TINTYPE_LEASE_PUBLIC_KEYS" -}}
+{{- if $.Values.migrations.enabled }}{{ $keys = append $keys $.Values.migrations.databaseUrlKey | uniq }}{{ end -}}
+{{- $_ := set $want . (list "secrets.existingSecret" $keys) -}}
+{{- end -}}
+{{- if and .Values.envoy.enabled .Values.tls.existingSecret -}}
+{{- $_ := set $want .Values.tls.existingSecret (list "tls.existingSecret" (list "tls.crt" "tls.key")) -}}
+{{- end -}}
+{{- range $name, $w := $want -}}
+{{- $live := lookup "v1" "Secret" $.Release.Namespace $name -}}
+{{- if $live -}}
+{{- $missing := list -}}
+{{- range (index $w 1) }}{{ if not (hasKey (default (dict) $live.data) .) }}{{ $missing = append $missing . }}{{ end }}{{ end -}}
+{{- if $missing -}}
+{{- fail (printf "the Secret %s (%s) lacks %s, which chart %s reads: add them to it (charts/tintype/UPGRADING.md)" $name (index $w 0) (join ", " $missing) $.Chart.Version) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Refuses a release the chart cannot run. */}}
 {{- define "tintype.validate" -}}
 {{- $s := .Values.secrets -}}
@@ -182,6 +276,7 @@ readinessProbe:
 {{- fail "set secrets.existingSecret, or all of secrets.databaseUrl, secrets.redisUrl, secrets.leaseSigningKey and secrets.leasePublicKeys" -}}
 {{- end -}}
 {{- end -}}
+{{- include "tintype.validateExistingSecrets" . -}}
 {{- if not .Values.image.repository -}}
 {{- fail "set image.repository to the tintype image you built and pushed (docs/helm.md, \"Install\"): no public image is published" -}}
 {{- end -}}
@@ -208,6 +303,11 @@ a port, the scheme's (80, 443).
 */}}
 {{- define "tintype.collectorHost" -}}
 {{- (split ":" (urlParse .Values.telemetry.otlpEndpoint).host)._0 -}}
+{{- end -}}
+{{/* The traces URL, as the roles make it (lib/telemetry.ts): the endpoint is a base (a path kept), …/v1/traces used as is. */}}
+{{- define "tintype.collectorTracesUrl" -}}
+{{- $e := trimSuffix "/" .Values.telemetry.otlpEndpoint -}}
+{{- if hasSuffix "/v1/traces" $e }}{{ $e }}{{ else }}{{ printf "%s/v1/traces" $e }}{{ end -}}
 {{- end -}}
 {{- define "tintype.collectorTls" -}}
 {{- if eq (urlParse .Values.telemetry.otlpEndpoint).scheme "https" }}true{{ end -}}
@@ -276,12 +376,12 @@ label anywhere in the cluster (docs/security.md).
     {{- end }}
 {{- end -}}
 
-{{/* Egress to the OpenTelemetry collector, when tracing is on. */}}
+{{/* Egress to the OpenTelemetry collector, when tracing is on: its pods, or its address ranges (one outside the cluster). */}}
 {{- define "tintype.collectorEgress" -}}
 {{- if .Values.telemetry.otlpEndpoint -}}
 - ports: [{ port: {{ include "tintype.collectorPort" . }}, protocol: TCP }]
   to:
-    {{- include "tintype.peer" .Values.telemetry.collectorPeer | nindent 4 }}
+    {{- include "tintype.peerOrCidrs" .Values.telemetry.collectorPeer | nindent 4 }}
 {{- end -}}
 {{- end -}}
 
@@ -320,12 +420,19 @@ label anywhere in the cluster (docs/security.md).
 {{- end -}}
 
 {{/*
-A pod template's metadata: the role's labels (podLabels cannot change the chart's own) and
-annotations (podAnnotations, then the chart's checksums, which win). .checksums: a dict.
+A pod template's metadata: the role's labels but the chart's version (podLabels cannot change
+the chart's own) and annotations (podAnnotations, then the chart's checksums, which win;
+.localVolumes, the pod's emptyDirs for the cluster-autoscaler, unless podAnnotations names
+them). .checksums: a dict.
 */}}
 {{- define "tintype.podMetadata" -}}
 {{- $labels := merge (include "tintype.roleLabels" . | fromYaml) (deepCopy (default (dict) .v.podLabels)) -}}
+{{- /* Not the chart's version: a new chart version that changes nothing of a pod does not roll it. */}}
+{{- $_ := unset $labels "helm.sh/chart" -}}
 {{- $annotations := merge (default (dict) .checksums) (deepCopy (default (dict) .v.podAnnotations)) -}}
+{{- /* The cluster-autoscaler keeps a node that holds a pod with an emptyDir unless told these
+scratch volumes may go (nothing in them outlives the pod); podAnnotations may say otherwise. */}}
+{{- with .localVolumes }}{{ $annotations = merge $annotations (dict "cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes" (join "," .)) }}{{ end -}}
 labels:
   {{- toYaml $labels | nindent 2 }}
 {{- with $annotations }}
