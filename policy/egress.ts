@@ -44,13 +44,13 @@ export function egressPolicies(store: EgressStore, logger: Logger, now: () => nu
     // Fresh as of when it was asked, not when the answer came.
     heardAt = asked;
   };
+  // A store that cannot answer is logged and asked again; meanwhile fresh() fails closed.
+  const pollLogged = (): Promise<void> => poll().catch((err: unknown) => {
+    logger.warn('store_unavailable', { during: 'egress_poll', message: err instanceof Error ? err.message : String(err) });
+  });
   const loop = (): void => {
     if (stopped) return;
-    timer = setTimeout(() => {
-      poll().catch((err: unknown) => {
-        logger.warn('store_unavailable', { during: 'egress_poll', message: err instanceof Error ? err.message : String(err) });
-      }).finally(loop);
-    }, POLL_MS);
+    timer = setTimeout(() => void pollLogged().finally(loop), POLL_MS);
     timer.unref();
   };
   return {
@@ -71,7 +71,8 @@ export function egressPolicies(store: EgressStore, logger: Logger, now: () => nu
     },
     async start() {
       stopped = false;
-      await poll();
+      // A store gone after its migrations does not stop the role: its checks answer 503 busy.
+      await pollLogged();
       loop();
     },
     stop() {

@@ -325,8 +325,8 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const list = await runTintype(['keys', 'list'], s.env);
     t.equal(list.code, 0);
     const rows = list.stdout.trim().split('\n').map((l) => l.split('\t'));
-    t.same(rows[0], ['id', 'name', 'plan', 'created', 'revoked', 'metered', 'remaining']);
-    t.match(rows.find((r) => r[0] === live.id), [live.id, 'test key', 'one', /^\d{4}-\d\d-\d\dT/, '-', /^\d+$/, /^\d+$/]);
+    t.same(rows[0], ['id', 'name', 'plan', 'created', 'revoked', 'metered', 'remaining', 'egress']);
+    t.match(rows.find((r) => r[0] === live.id), [live.id, 'test key', 'one', /^\d{4}-\d\d-\d\dT/, '-', /^\d+$/, /^\d+$/, '-']);
     t.match(rows.find((r) => r[0] === doomed.id), [doomed.id, 'test key', 'one', /^\d{4}-\d\d-\d\dT/, /^\d{4}-\d\d-\d\dT/]);
 
     const secret = live.secret;

@@ -14,6 +14,10 @@ import { type Reply, pooledClient, request } from './http.ts';
 import { leaseIdOf, otherLeaseKeys, signedLease, testLeaseKeys } from '../lib/leases.ts';
 import { CLAIM_PATH, EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER, RELEASE_PATH, SETTLE_PATH } from '../../lib/policy-contract.ts';
 import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
+import { MAX_LEASE_CHARS } from '../../lib/lease.ts';
+
+/** A body longer than any claim or settle (a lease of the longest form and its outcome) may be. */
+const OVER_BODY_LIMIT = MAX_LEASE_CHARS + 4096;
 
 const PLANS = {
   ...BUILT_IN_PLANS,
@@ -63,7 +67,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     t.equal(await claim(JSON.stringify({ lease: signedLease('pdf') })), 410, 'a signed lease policy never granted is no lease to claim');
     t.equal(await claim(JSON.stringify({ lease: otherLeaseKeys().sign(testLeaseKeys.verify(lease)!) })), 401, 'forged: 401');
     t.equal(await claim('{"lease":7}'), 400, 'not a lease: 400');
-    t.equal(await claim('x'.repeat(5000)), 413);
+    t.equal(await claim('x'.repeat(OVER_BODY_LIMIT)), 413);
     t.equal((await request(settlePort, 'GET', CLAIM_PATH)).status, 405);
   });
 
@@ -203,7 +207,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
       t.equal(r.status, 400, bad);
       t.equal(JSON.parse(r.body).success, false);
     }
-    t.equal((await request(settlePort, 'POST', SETTLE_PATH, {}, 'x'.repeat(5000))).status, 413);
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, {}, 'x'.repeat(OVER_BODY_LIMIT))).status, 413);
     t.equal((await request(settlePort, 'GET', SETTLE_PATH)).status, 405);
   });
 

@@ -331,12 +331,12 @@ export function usageSuite(t: Test, kind: StoreKind): void {
     const now = await read('');
     t.equal(now.month, monthOf(Date.now()), 'the default month is this UTC month');
     const byId = new Map(now.keys.map((k) => [k.keyId, k]));
-    t.same(listed.get(s.ids.A)?.slice(5), ['1', '9'], 'A: one call this month, 9 left');
-    t.same(listed.get(s.ids.B)?.slice(5), ['1', '9998'], 'B: one metered, one in flight');
+    t.same(listed.get(s.ids.A)?.slice(5, 7), ['1', '9'], 'A: one call this month, 9 left');
+    t.same(listed.get(s.ids.B)?.slice(5, 7), ['1', '9998'], 'B: one metered, one in flight');
     for (const [id, row] of listed) {
       const k = byId.get(id!);
       if (k === undefined) continue;
-      t.same(row.slice(5), [String(k.metered), String(k.remaining ?? '-')], `keys list and usage agree on ${id}`);
+      t.same(row.slice(5, 7), [String(k.metered), String(k.remaining ?? '-')], `keys list and usage agree on ${id}`);
     }
     const adminOne = await request(proc.adminPort, 'GET', `/usage?month=2026-08&key=${s.ids.B}`);
     t.same((JSON.parse(adminOne.body) as UsageReport).keys.map((k) => k.keyId), [s.ids.B]);
