@@ -18,8 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-# One Node for the images and CI's Node 24 runs: the version scripts/node24.sh names.
-NODE_VERSION=$(sed -n 's/^NODE_VERSION=//p' scripts/node24.sh)
+# One Node for the images and the checkout: the version .node-version names (README "Node").
+NODE_VERSION=$(cat .node-version)
 NPM_VERSION=11.19.1
 SUITE=bookworm
 TARGETS=(tintype tintype-browser tintype-all)

@@ -37,8 +37,8 @@ t.test('base: Debian bookworm with Node 24 or later (NODE_IMAGE), for every stag
   const named = new Set(stages.map((s) => s.name));
   t.match(args['NODE_IMAGE'], /^docker\.io\/library\/node:(\d+)[.\d]*-bookworm-slim(@sha256:[a-f0-9]{64})?$/, 'the default: the official slim image');
   t.ok(Number(/node:(\d+)/.exec(args['NODE_IMAGE'] ?? '')?.[1]) >= 24, 'Node 24 or later (Node 20 reached its end of life)');
-  const ci = /^NODE_VERSION=(\S+)$/m.exec(readFileSync(path.join(ROOT, 'scripts/node24.sh'), 'utf8'))?.[1];
-  t.match(args['NODE_IMAGE'], `node:${ci}-`, `the Node scripts/node24.sh runs the suites on and scripts/build-images.sh builds with (${ci})`);
+  const pinned = readFileSync(path.join(ROOT, '.node-version'), 'utf8').trim();
+  t.match(args['NODE_IMAGE'], `node:${pinned}-`, `the Node of .node-version, which the checkout runs on and scripts/build-images.sh builds with (${pinned})`);
   for (const s of stages) t.ok(s.from === '${NODE_IMAGE}' || named.has(s.from), `${s.name}: FROM ${s.from}`);
 });
 
