@@ -26,6 +26,35 @@ import { helpText, waitForStopSignal, type Command } from './command.ts';
 export const START_PORT = 8080;
 export const START_ADMIN_PORT = 9080;
 
+/** Where `tintype start` listens and keeps its state. */
+export interface StartupFacts {
+  /** The edge, the one public port. */
+  url: string;
+  /** The admin listener: metrics, probes, the usage report. */
+  admin: string;
+  dataDir: string;
+}
+
+/**
+ * What `tintype start` prints on stdout once it listens: where, where its state is and how to make
+ * a key, as sentences for a person at a terminal, and as one JSON line with the same facts (the
+ * logs' shape) for a pipe or a file (README "Quick start"). No secret is ever printed here (spec
+ * Part 5 rule 2).
+ */
+export function startupLines(facts: StartupFacts, terminal: boolean): string {
+  const createKey = `TINTYPE_DATA_DIR=${facts.dataDir} bin/tintype keys create --plan free`;
+  if (!terminal) {
+    return `${JSON.stringify({ time: new Date().toISOString(), level: 'info', event: 'start.listening', role: 'start', ...facts, openapi: `${facts.url}/openapi.json`, createKey })}\n`;
+  }
+  return [
+    `tintype is listening on ${facts.url} (the OpenAPI document is at ${facts.url}/openapi.json).`,
+    `Metrics, /healthz/live, /healthz/ready and /usage are on ${facts.admin}.`,
+    `State and cache are kept in ${facts.dataDir}.`,
+    `Create a key with: ${createKey}`,
+    '',
+  ].join('\n');
+}
+
 export const startCommand: Command = {
   help: helpText({
     synopsis: ['tintype start'],
@@ -91,14 +120,11 @@ export const startCommand: Command = {
       await parts.start(edge);
       ports.add(edge.port());
 
-      // Where it listens and how to make a key; no secret is ever printed here (spec Part 5 rule 2).
-      process.stdout.write([
-        `tintype listening on http://localhost:${edge.port()} (OpenAPI document at /openapi.json)`,
-        `admin (metrics, /healthz/live, /healthz/ready, /usage) on http://127.0.0.1:${admin.port()}`,
-        `state and cache in ${config.dataDir}`,
-        `create a key: TINTYPE_DATA_DIR=${config.dataDir} bin/tintype keys create --plan free`,
-        '',
-      ].join('\n'));
+      process.stdout.write(startupLines({
+        url: `http://localhost:${edge.port()}`,
+        admin: `http://127.0.0.1:${admin.port()}`,
+        dataDir: config.dataDir,
+      }, process.stdout.isTTY === true));
     } catch (err) {
       await parts.stop();
       throw err;
