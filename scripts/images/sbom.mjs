@@ -95,9 +95,10 @@ export async function problems(bom, expectedNpm = []) {
   const load = (file) => JSON.parse(readFileSync(path.join(schemas, file), 'utf8'));
   const ajv = new Ajv({ strict: false, allErrors: true });
   addFormats(ajv);
-  ajv.addSchema(load('spdx.SNAPSHOT.schema.json'), 'spdx.schema.json');
-  ajv.addSchema(load('jsf-0.82.SNAPSHOT.schema.json'), 'jsf-0.82.schema.json');
-  ajv.addSchema(load('cryptography-defs.SNAPSHOT.schema.json'), 'cryptography-defs.schema.json');
+  // The schemas it refers to, under the names it refers to them by.
+  for (const file of ['spdx.SNAPSHOT.schema.json', 'jsf-0.82.SNAPSHOT.schema.json', 'cryptography-defs.SNAPSHOT.schema.json']) {
+    ajv.addSchema({ ...load(file), $id: `http://cyclonedx.org/schema/${file}` });
+  }
   const validate = ajv.compile(load('bom-1.6.SNAPSHOT.schema.json'));
   const out = validate(bom) ? [] : (validate.errors ?? []).map((e) => `schema: ${e.instancePath} ${e.message}`);
   const components = bom.components ?? [];
