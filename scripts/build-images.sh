@@ -84,7 +84,8 @@ if ! buildah inspect --type image "$BASE" > /dev/null 2>&1; then
   done
   # No documentation, manual pages or translations, in the base and in every package the
   # Dockerfile adds (dpkg's configuration stays in the image), but each package's copyright.
-  mmdebstrap --variant=minbase --mode=root --skip=essential/unlink \
+  # Debian's own tools (mmdebstrap filters each package through python3): not a shim on the PATH.
+  PATH=/usr/sbin:/usr/bin:/sbin:/bin mmdebstrap --variant=minbase --mode=root --skip=essential/unlink \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/lintian/*' \
@@ -146,9 +147,10 @@ for target in "${TARGETS[@]}"; do
     --label org.opencontainers.image.created="$CREATED"
     --label org.opencontainers.image.licenses=UNLICENSED
     --label org.opencontainers.image.base.name="$NODE_IMAGE"
-    -f Dockerfile -t "localhost/$target:$VERSION" -t "localhost/$target:$VERSION-${REVISION:0:12}" .)
-  "${command[@]}" "${secret[@]}" > /dev/null
-  printf '%q ' "${command[@]}" > "$OUT/$target.command"
+    -f Dockerfile -t "localhost/$target:$VERSION" -t "localhost/$target:$VERSION-${REVISION:0:12}")
+  # buildah takes no option after the context directory.
+  "${command[@]}" "${secret[@]}" . > /dev/null
+  printf '%q ' "${command[@]}" "${secret[@]}" . > "$OUT/$target.command"
 done
 stamp "built in $(( $(date +%s) - t0 )) s"
 
