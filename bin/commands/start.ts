@@ -37,22 +37,23 @@ export interface StartupFacts {
 
 /**
  * What `tintype start` prints on stdout once it listens: where, where its state is and how to make
- * a key, as sentences for a person at a terminal, and as one JSON line with the same facts (the
- * logs' shape) for a pipe or a file (README "Quick start"). No secret is ever printed here (spec
- * Part 5 rule 2).
+ * a key, as sentences for a person at a terminal, and for a pipe or a file as one JSON line with
+ * the same facts, shaped as its log lines (README "Quick start"). No secret is ever printed here
+ * (spec Part 5 rule 2).
  */
-export function startupLines(facts: StartupFacts, terminal: boolean): string {
+export function announce(facts: StartupFacts, terminal: boolean, write: (text: string) => void): void {
   const createKey = `TINTYPE_DATA_DIR=${facts.dataDir} bin/tintype keys create --plan free`;
   if (!terminal) {
-    return `${JSON.stringify({ time: new Date().toISOString(), level: 'info', event: 'start.listening', role: 'start', ...facts, openapi: `${facts.url}/openapi.json`, createKey })}\n`;
+    createLogger('start', { sink: (line) => write(`${line}\n`) }).info('start.listening', { ...facts, openapi: `${facts.url}/openapi.json`, createKey });
+    return;
   }
-  return [
+  write([
     `tintype is listening on ${facts.url} (the OpenAPI document is at ${facts.url}/openapi.json).`,
     `Metrics, /healthz/live, /healthz/ready and /usage are on ${facts.admin}.`,
     `State and cache are kept in ${facts.dataDir}.`,
     `Create a key with: ${createKey}`,
     '',
-  ].join('\n');
+  ].join('\n'));
 }
 
 export const startCommand: Command = {
@@ -120,11 +121,11 @@ export const startCommand: Command = {
       await parts.start(edge);
       ports.add(edge.port());
 
-      process.stdout.write(startupLines({
+      announce({
         url: `http://localhost:${edge.port()}`,
         admin: `http://127.0.0.1:${admin.port()}`,
         dataDir: config.dataDir,
-      }, process.stdout.isTTY === true));
+      }, process.stdout.isTTY === true, (text) => process.stdout.write(text));
     } catch (err) {
       await parts.stop();
       throw err;

@@ -139,7 +139,7 @@ export async function startService(o: ServiceOptions = {}): Promise<Service> {
   const ports = await new Promise<{ port: number; adminPort: number }>((resolve, reject) => {
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString('utf8');
-      // To a pipe, the start-up facts are one JSON line (bin/commands/start.ts startupLines).
+      // To a pipe, the start-up facts are one JSON line (bin/commands/start.ts announce).
       const listening = out.split('\n').slice(0, -1).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { event: string; url: string; admin: string }).find((l) => l.event === 'start.listening');
       if (listening !== undefined) resolve({ port: Number(new URL(listening.url).port), adminPort: Number(new URL(listening.admin).port) });
     });
