@@ -28,6 +28,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cpuSecondsOf, percentile, printMachine, round2 } from './machine.ts';
+import { START_PORT_PATTERN, startArgs } from './service.ts';
 import { ROLE_PORTS, startApart, type Apart } from '../test/e2e/apart.ts';
 import { CACHE_HEADER } from '../renderer/server/answer-headers.ts';
 
@@ -325,9 +326,8 @@ async function main(): Promise<void> {
   const children: ChildProcess[] = [];
   let apart: Apart | undefined;
   try {
-    // Node refuses --cpu-prof in NODE_OPTIONS: a profiled service is started by node itself.
-    const profile = values['cpu-prof'] === undefined ? [] : [process.execPath, '--cpu-prof', `--cpu-prof-dir=${path.resolve(values['cpu-prof'])}`];
-    const service = await spawnUntilPort('/usr/bin/env', ['-u', 'NODE_OPTIONS', ...profile, TINTYPE, 'start'], { ...env, PORT: '0', TINTYPE_ADMIN_PORT: '0' }, /listening on http:\/\/localhost:(\d+)/, values['service-log'] === undefined ? 'ignore' : openSync(values['service-log'], 'a'));
+    const profileDir = values['cpu-prof'] === undefined ? undefined : path.resolve(values['cpu-prof']);
+    const service = await spawnUntilPort('/usr/bin/env', startArgs(profileDir), { ...env, PORT: '0', TINTYPE_ADMIN_PORT: '0' }, START_PORT_PATTERN, values['service-log'] === undefined ? 'ignore' : openSync(values['service-log'], 'a'));
     children.push(service.child);
     const keyOut = await new Promise<string>((resolve, reject) => {
       const c = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'keys', 'create', '--plan', 'bench'], { env, stdio: ['ignore', 'pipe', 'ignore'] });

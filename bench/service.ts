@@ -9,6 +9,18 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/tintype');
+/** What bin/tintype runs on the checkout's Node; node runs it itself where it takes flags of its own. */
+const LAUNCH = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/launch.mjs');
+
+/** The public port in `tintype start`'s JSON start-up line (stdout is a pipe; bin/commands/start.ts). */
+export const START_PORT_PATTERN = /"url":"http:\/\/localhost:(\d+)"/;
+
+/** `tintype start` as a child, profiled by node's --cpu-prof into `cpuProfileDir` when given. */
+export function startArgs(cpuProfileDir: string | undefined): string[] {
+  // Node refuses --cpu-prof in NODE_OPTIONS: a profiled service is started by node itself.
+  const program = cpuProfileDir === undefined ? [TINTYPE] : [process.execPath, '--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`, LAUNCH];
+  return ['-u', 'NODE_OPTIONS', ...program, 'start'];
+}
 const PLANS = { plans: { bench: { monthlyQuota: 1_000_000_000, perMinute: 1_000_000, concurrentRenders: 10_000 } } };
 
 /** A running `tintype start` with a key. */
@@ -43,15 +55,13 @@ export async function startService(chromium: string, slots: number, cpuProfileDi
     PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/root', TINTYPE_DATA_DIR: path.join(dir, 'data'),
     TINTYPE_PLANS: plans, CHROMIUM_PATH: chromium, TINTYPE_SLOTS: String(slots), TINTYPE_LOG_LEVEL: 'error',
   };
-  // Node refuses --cpu-prof in NODE_OPTIONS: a profiled service is started by node itself.
-  const profile = cpuProfileDir === undefined ? [] : [process.execPath, '--cpu-prof', `--cpu-prof-dir=${cpuProfileDir}`];
-  const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', ...profile, TINTYPE, 'start'], { env: { ...env, PORT: '0', TINTYPE_ADMIN_PORT: '0' }, stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = spawn('/usr/bin/env', startArgs(cpuProfileDir), { env: { ...env, PORT: '0', TINTYPE_ADMIN_PORT: '0' }, stdio: ['ignore', 'pipe', 'ignore'] });
   const { port, admin } = await new Promise<{ port: number; admin: string }>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString('utf8');
-      const m = /listening on http:\/\/localhost:(\d+)/.exec(out);
-      const a = /admin \(.*?\) on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      const m = START_PORT_PATTERN.exec(out);
+      const a = /"admin":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(out);
       if (m !== null && a !== null) resolve({ port: Number(m[1]), admin: a[1]! });
     });
     child.once('exit', (code) => reject(new Error(`tintype start exited (${code}) before listening`)));

@@ -78,3 +78,14 @@ export function createLogger(
     child: (fields) => createLogger(role, { ...options, base: { ...options.base, ...fields } }),
   };
 }
+
+/**
+ * `logger`, with the lines of `events` written at debug instead of info while `quiet()` holds: the
+ * guard's decisions of the start-up self-test, which proves the walls with over a hundred refused
+ * requests before the first render (docs/security.md "Start-up self-test"); its passing is one
+ * info line of its own. Children keep the rule.
+ */
+export function quietWhile(logger: Logger, events: ReadonlySet<string>, quiet: () => boolean): Logger {
+  const info = (event: string, fields?: Fields): void => (events.has(event) && quiet() ? logger.debug(event, fields) : logger.info(event, fields));
+  return { ...logger, info, child: (fields) => quietWhile(logger.child(fields), events, quiet) };
+}

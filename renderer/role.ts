@@ -5,7 +5,7 @@
  */
 import type { Config } from '../lib/config.ts';
 import { lifecycleGroup, type Lifecycle } from '../lib/lifecycle.ts';
-import type { Logger } from '../lib/log.ts';
+import { quietWhile, type Logger } from '../lib/log.ts';
 import { Registry } from '../lib/metrics.ts';
 import { agentSettler, type Settler } from '../lib/policy-contract.ts';
 import { auditPoster } from '../lib/egress-audit.ts';
@@ -64,12 +64,15 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
     yield* server.ports();
     yield* options.servicePorts?.() ?? [];
   };
+  // Its own guard's decisions while the pool's self-test has not passed are the self-test's (no
+  // render is taken before): at debug, its passing one info line (docs/security.md "Start-up self-test").
+  let selfTestPassed = (): boolean => false;
   if (config.guardUrl === undefined || options.ownGuard === true) {
     guard = await createPrivateGuard({
       ...guardSettings(config),
       ...(config.guardSocket === undefined ? {} : { socket: config.guardSocket }),
       servicePorts,
-      logger: logger.child({ component: 'guard' }),
+      logger: quietWhile(logger.child({ component: 'guard' }), new Set(['guard.decision']), () => !selfTestPassed()),
       metrics: registry,
     });
     const own = guard;
@@ -90,6 +93,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
   const pool = createBrowserPool({
     config, logger: logger.child({ component: 'browser' }), registry, guard: endpoint, ...(egressAudit === undefined ? {} : { egressAudit }),
   });
+  selfTestPassed = () => pool.selfTestPassed();
   const cache = createRenderCache(config, logger, registry);
   // OG cards are drawn on worker threads, inside the same render budget (spec 4.5; Part 7 504).
   const og = createOgDrawer({ threads: config.ogThreads, maxQueue: config.ogQueue, drawTimeoutMs: config.renderTimeoutMs, registry });

@@ -27,6 +27,36 @@ import { helpText, waitForStopSignal, type Command } from './command.ts';
 export const START_PORT = 8080;
 export const START_ADMIN_PORT = 9080;
 
+/** Where `tintype start` listens and keeps its state. */
+export interface StartupFacts {
+  /** The edge, the one public port. */
+  url: string;
+  /** The admin listener: metrics, probes, the usage report. */
+  admin: string;
+  dataDir: string;
+}
+
+/**
+ * What `tintype start` prints on stdout once it listens: where, where its state is and how to make
+ * a key, as sentences for a person at a terminal, and for a pipe or a file as one JSON line with
+ * the same facts, shaped as its log lines (README "Quick start"). No secret is ever printed here
+ * (spec Part 5 rule 2).
+ */
+export function announce(facts: StartupFacts, terminal: boolean, write: (text: string) => void): void {
+  const createKey = `TINTYPE_DATA_DIR=${facts.dataDir} bin/tintype keys create --plan free`;
+  if (!terminal) {
+    createLogger('start', { sink: (line) => write(`${line}\n`) }).info('start.listening', { ...facts, openapi: `${facts.url}/openapi.json`, createKey });
+    return;
+  }
+  write([
+    `tintype is listening on ${facts.url} (the OpenAPI document is at ${facts.url}/openapi.json).`,
+    `Metrics, /healthz/live, /healthz/ready, /usage and /egress are on ${facts.admin}.`,
+    `State and cache are kept in ${facts.dataDir}.`,
+    `Create a key with: ${createKey}`,
+    '',
+  ].join('\n'));
+}
+
 export const startCommand: Command = {
   help: helpText({
     synopsis: ['tintype start'],
@@ -93,14 +123,11 @@ export const startCommand: Command = {
       await parts.start(edge);
       ports.add(edge.port());
 
-      // Where it listens and how to make a key; no secret is ever printed here (spec Part 5 rule 2).
-      process.stdout.write([
-        `tintype listening on http://localhost:${edge.port()} (OpenAPI document at /openapi.json)`,
-        `admin (metrics, /healthz/live, /healthz/ready, /usage, /egress) on http://127.0.0.1:${admin.port()}`,
-        `state and cache in ${config.dataDir}`,
-        `create a key: TINTYPE_DATA_DIR=${config.dataDir} bin/tintype keys create --plan free`,
-        '',
-      ].join('\n'));
+      announce({
+        url: `http://localhost:${edge.port()}`,
+        admin: `http://127.0.0.1:${admin.port()}`,
+        dataDir: config.dataDir,
+      }, process.stdout.isTTY === true, (text) => process.stdout.write(text));
     } catch (err) {
       await parts.stop();
       throw err;

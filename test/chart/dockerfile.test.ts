@@ -1,11 +1,13 @@
 /**
- * The images' recipe, read as written (scripts/build-images.sh builds and runs it for real): three
- * targets on Debian bookworm with Node 24 or later; `tintype` (every role but the browser: the
- * compiled roles, production packages, tini, no Chromium, no font), `tintype-browser` (Chromium's
- * headless shell, every font of scripts/apt-packages.txt, tini and the launcher, nothing of the
- * roles), `tintype-all` (the default: `tintype start` on one machine); no TypeScript at run time;
- * each lists its Debian packages; OCI labels, no secret in a layer; and a build context that
- * carries every folder the `tintype` command loads and nothing else.
+ * The images' recipe, read as written (scripts/build-images.sh builds and runs it for real): every
+ * target on Debian 13 (trixie) with the Node of .node-version; `tintype-core` (policy, guard,
+ * migrate, keys, usage: the roles' layer, said once, with no Chromium, font, emoji data or
+ * Kubernetes client), `tintype-renderer` and `tintype-controller` on it with what only that role
+ * loads, `tintype` (every Node role), `tintype-browser` (Chromium's headless shell, every font of
+ * scripts/apt-packages.txt, tini and the launcher, nothing of the roles), `tintype-all` (the
+ * default: `tintype start` on one machine); Chromium the archive's newest, checked; no TypeScript
+ * at run time; an SBOM in each; OCI labels, no secret in a layer; and a build context that carries
+ * every folder the `tintype` command loads and nothing else.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -33,21 +35,38 @@ const aptOf = (name: string): string => stage(name).lines.find((l) => l.includes
 const fonts = readFileSync(path.join(ROOT, 'scripts/apt-packages.txt'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l.startsWith('fonts-'));
 const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; devDependencies: Record<string, string> };
 
-t.test('base: Debian bookworm with Node 24 or later (NODE_IMAGE), for every stage not built on another', async (t) => {
+const TARGETS = ['tintype-core', 'tintype-renderer', 'tintype-controller', 'tintype', 'tintype-browser', 'tintype-all'];
+const buildImages = readFileSync(path.join(ROOT, 'scripts/build-images.sh'), 'utf8');
+const installChromium = readFileSync(path.join(ROOT, 'scripts/images/install-chromium.sh'), 'utf8');
+
+t.test('base: Debian trixie with the Node of .node-version (NODE_IMAGE; BUILD_IMAGE adds npm), for every stage not built on another', async (t) => {
   const named = new Set(stages.map((s) => s.name));
-  t.match(args['NODE_IMAGE'], /^docker\.io\/library\/node:(\d+)[.\d]*-bookworm-slim(@sha256:[a-f0-9]{64})?$/, 'the default: the official slim image');
-  t.ok(Number(/node:(\d+)/.exec(args['NODE_IMAGE'] ?? '')?.[1]) >= 24, 'Node 24 or later (Node 20 reached its end of life)');
-  const ci = /^NODE_VERSION=(\S+)$/m.exec(readFileSync(path.join(ROOT, 'scripts/node24.sh'), 'utf8'))?.[1];
-  t.match(args['NODE_IMAGE'], `node:${ci}-`, `the Node scripts/node24.sh runs the suites on and scripts/build-images.sh builds with (${ci})`);
-  for (const s of stages) t.ok(s.from === '${NODE_IMAGE}' || named.has(s.from), `${s.name}: FROM ${s.from}`);
+  const pinned = readFileSync(path.join(ROOT, '.node-version'), 'utf8').trim();
+  t.match(pinned, /^24\./, 'Node 24 (Node 20 reached its end of life)');
+  for (const arg of ['NODE_IMAGE', 'BUILD_IMAGE']) {
+    t.equal(args[arg], `docker.io/library/node:${pinned}-trixie-slim`, `${arg}: the official slim image of the checkout's Node (${pinned}) on trixie`);
+  }
+  for (const s of stages) t.ok(['${NODE_IMAGE}', '${BUILD_IMAGE}'].includes(s.from) || named.has(s.from), `${s.name}: FROM ${s.from}`);
+  for (const s of ['packages', 'build']) t.equal(stage(s).from, '${BUILD_IMAGE}', `${s}: the only stages with npm`);
+  t.match(buildImages, /^SUITE=trixie$/m, 'scripts/build-images.sh makes its bases from trixie');
+  t.match(buildImages, /debian-security \$SUITE-security main/, 'with the security suite');
 });
 
-t.test('three targets; the default is tintype-all, for `docker build .` and `tintype start`', async (t) => {
-  for (const name of ['tintype', 'tintype-browser', 'tintype-all']) t.ok(stages.some((s) => s.name === name), name);
+t.test('six targets; the default is tintype-all; each role\'s image is built on the roles\' layer', async (t) => {
+  for (const name of TARGETS) t.ok(stages.some((s) => s.name === name), name);
   t.equal(stages.at(-1)!.name, 'tintype-all');
-  t.equal(stage('tintype-browser').from, 'chromium', 'the browser\'s packages: one layer for both images that hold Chromium');
-  t.equal(stage('tintype-all').from, 'chromium');
+  t.same(stages.filter((s) => s.from === 'tintype-core').map((s) => s.name).sort(), ['tintype-controller', 'tintype-renderer']);
+  t.equal(stage('tintype').from, 'tintype-renderer');
+  t.equal(stage('tintype-all').from, 'tintype');
+  t.equal(stage('tintype-browser').from, '${NODE_IMAGE}', 'the browser: nothing of the roles');
   t.ok(stage('tintype-all').lines.includes('CMD ["start"]'));
+  for (const target of TARGETS) t.match(buildImages, new RegExp(`TARGETS=\\(.*\\b${target}\\b`), `scripts/build-images.sh builds ${target}`);
+});
+
+t.test('the roles\' layer is said once: user, packages, compiled roles, the command, settings, entrypoint', async (t) => {
+  const roles = (l: string) => /useradd --uid 10001|COPY --from=build \/build\/dist \.\/|ln -s \/app\/bin\/tintype\.js|^ENV NODE_ENV|^ENTRYPOINT .*"tintype"\]|COPY --from=packages \/app\/node_modules/.test(l);
+  t.equal(stage('tintype-core').lines.filter(roles).length, 6, 'in tintype-core');
+  for (const s of stages.filter((x) => x.name !== 'tintype-core')) t.same(s.lines.filter(roles), [], `not again in ${s.name}`);
 });
 
 t.test('compiled: the build stage runs the lockfile\'s TypeScript on tsconfig.build.json; no tsx or typescript in production packages', async (t) => {
@@ -59,14 +78,26 @@ t.test('compiled: the build stage runs the lockfile\'s TypeScript on tsconfig.bu
     t.notOk(dev in pkg.dependencies, `${dev} is not a production package`);
     t.ok(dev in pkg.devDependencies, `${dev} is a development package`);
   }
-  t.ok(stage('tintype').lines.includes('COPY --from=build /build/dist ./'), 'the roles\' image runs the compiled roles');
-  t.notOk(stage('tintype').lines.some((l) => /^COPY (?!--from)/.test(l) && !l.startsWith('COPY package.json')), 'and no source from the checkout');
+  t.notOk(stages.filter((s) => s.name.startsWith('tintype')).some((s) => s.lines.some((l) => /^COPY (?!--from)/.test(l) && !l.startsWith('COPY package.json'))), 'no source from the checkout in an image');
 });
 
-t.test('tintype: tini, CA certificates and the OG cards\' fonts only; no Chromium, no compiler', async (t) => {
-  const apt = aptOf('tintype');
+t.test('what only some roles load is a layer of their image: the emoji data and the renderer\'s packages, the Kubernetes client', async (t) => {
+  const split = stage('packages').lines.find((l) => l.includes('split-packages.mjs /app /split')) ?? '';
+  t.match(split, /renderer=\S*emoji-datasource-google/);
+  t.match(split, /controller=@kubernetes\/client-node/);
+  for (const p of /renderer=(\S+)/.exec(split)![1]!.split(',').concat('@kubernetes/client-node')) t.ok(p in pkg.dependencies, `${p} is a production package`);
+  t.ok(stage('tintype-renderer').lines.includes('COPY --from=packages /split/renderer/node_modules ./node_modules'));
+  t.ok(stage('tintype-controller').lines.includes('COPY --from=packages /split/controller/node_modules ./node_modules'));
+  t.ok(stage('tintype').lines.includes('COPY --from=packages /split/controller/node_modules ./node_modules'));
+  t.notOk(stage('tintype-core').lines.some((l) => l.includes('/split/')), 'none in tintype-core');
+  t.match(stage('packages').lines.join('\n'), /-name '\*\.d\.ts'.*-name '\*\.map'.*-delete/, 'no type declarations or source maps');
+});
+
+t.test('tintype-core: tini and CA certificates only; tintype-renderer: the OG cards\' fonts exactly; no Chromium, no compiler', async (t) => {
+  const apt = aptOf('tintype-core');
   for (const p of ['tini', 'ca-certificates']) t.match(apt, new RegExp(`\\s${p}(\\s|$)`), p);
-  t.notMatch(apt, /chromium|g\+\+|make|python3/);
+  t.notMatch(apt, /chromium|fonts-|g\+\+|make|python3/);
+  t.notMatch(aptOf('tintype-renderer'), /chromium|g\+\+|make|python3/);
   // Every face file the renderer's drawing threads read (renderer/og/typeset/faces.ts), as this
   // machine's Debian packages hold it: each such package is installed, and no other font.
   const faces = readFileSync(path.join(ROOT, 'renderer/og/typeset/faces.ts'), 'utf8');
@@ -77,59 +108,58 @@ t.test('tintype: tini, CA certificates and the OG cards\' fonts only; no Chromiu
   ].filter((f) => existsSync(f));
   t.ok(files.length >= 5, `${files.length} face files found on this machine`);
   const owners = new Set(execFileSync('dpkg-query', ['-S', ...files], { encoding: 'utf8' }).split('\n').filter(Boolean).map((l) => l.split(':')[0]!));
-  const installed = new Set(apt.split(/\s+/).filter((w) => w.startsWith('fonts-')));
+  const installed = new Set(aptOf('tintype-renderer').split(/\s+/).filter((w) => w.startsWith('fonts-')));
   t.same([...installed].sort(), [...owners].sort(), 'the fonts installed are exactly the packages of the faces');
-  t.ok(stage('tintype').lines.includes('COPY --from=packages /app/node_modules ./node_modules'));
 });
 
-t.test('tintype-browser: Chromium\'s headless shell, every font of scripts/apt-packages.txt, tini, the launcher; nothing of the roles', async (t) => {
-  const apt = aptOf('chromium');
-  for (const p of ['chromium-headless-shell', 'tini']) t.match(apt, new RegExp(`\\s${p}(\\s|$)`), p);
-  t.notMatch(apt, /\schromium\s/, 'not the full browser');
+t.test('Chromium: the archive\'s newest headless shell and every font of scripts/apt-packages.txt, checked at build', async (t) => {
+  for (const name of ['tintype-browser', 'tintype-all']) {
+    const run = stage(name).lines.find((l) => l.includes('install-chromium.sh')) ?? '';
+    t.match(run, 'CHROMIUM_VERSION="${CHROMIUM_VERSION}" /tmp/scripts/images/install-chromium.sh /tmp/scripts/apt-packages.txt', `${name}: one recipe`);
+    t.ok(stage(name).lines.includes('ARG CHROMIUM_VERSION='), `${name}: the version scripts/build-images.sh pins`);
+  }
+  t.match(installChromium, '"chromium-headless-shell=$want" tini');
+  t.match(installChromium, "$(grep '^fonts-' \"$list\"", 'the font list is read from scripts/apt-packages.txt, so none is forgotten');
+  t.match(installChromium, /dpkg --compare-versions "\$installed" ge "\$candidate"[\s\S]*exit 1/, 'fails when older than the candidate');
   t.ok(fonts.length >= 5, `${fonts.length} font packages listed`);
-  t.match(apt, "$(grep '^fonts-' /tmp/apt-packages.txt", 'the font list is read from scripts/apt-packages.txt, so none is forgotten');
+  t.match(buildImages, /--build-arg CHROMIUM_VERSION="\$CHROMIUM_VERSION"/, 'the build pins the archive\'s newest');
+  t.match(buildImages, /dpkg --compare-versions "\$have" ge "\$CHROMIUM_VERSION"[\s\S]{0,200}exit 1/, 'and fails when an image holds an older one');
+});
+
+t.test('tintype-browser: the launcher, nothing of the roles, its own uid', async (t) => {
   const copies = stage('tintype-browser').lines.filter((l) => l.startsWith('COPY '));
-  t.notOk(aptOf('tintype-browser'), 'nothing installed beyond the browser\'s packages');
-  t.same(copies, ['COPY --from=build /build/dist/renderer/browser/launcher /app/launcher'],
-    'the launcher alone: no node_modules, no role');
+  t.same(copies, ['COPY --from=build /build/dist/renderer/browser/launcher /app/launcher'], 'the launcher alone: no node_modules, no role');
   t.equal(stage('tintype-browser').lines.filter((l) => l.startsWith('USER ')).pop(), 'USER 10002:10002', 'a uid of its own, not the renderer\'s');
   t.equal(stage('tintype-browser').lines.filter((l) => l.startsWith('ENTRYPOINT ')).pop(), 'ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/launcher/main.js"]');
   t.ok(stage('tintype-browser').lines.some((l) => l.includes('useradd --uid 10002')));
+  t.match(aptOf('tintype-all') + stage('tintype-all').lines.join(' '), /install-chromium\.sh \S+ iproute2/, 'tintype-all: iproute2 for TINTYPE_ISOLATION=netns');
 });
 
-t.test('tintype-all: the browser\'s packages, iproute2 for TINTYPE_ISOLATION=netns, and the roles as the tintype image has them', async (t) => {
-  t.match(aptOf('tintype-all'), /\siproute2(\s|$)/);
-  const roles = (name: string) => stage(name).lines.filter((l) => /^(COPY|WORKDIR|ENV|USER|ENTRYPOINT)\b/.test(l) || l.includes('ln -s /app/bin/tintype.js'));
-  t.same(roles('tintype-all'), roles('tintype'), 'the same roles, files, settings, user and entrypoint');
-});
-
-t.test('each image lists its Debian packages and versions; no apt list or cache in a layer', async (t) => {
-  for (const name of ['tintype', 'tintype-browser', 'tintype-all']) {
-    t.ok(stage(name).lines.some((l) => l.includes("dpkg-query -W -f '${Package}\\t${Version}\\n' > /usr/share/tintype/debian-packages.txt")), `${name}: written last in its stage`);
+t.test('each image carries its SBOM at /usr/share/tintype/sbom.cdx.json, written last; no apt list or cache in a layer', async (t) => {
+  for (const name of TARGETS) {
+    const runs = stage(name).lines.filter((l) => l.startsWith('RUN '));
+    t.match(runs.at(-1), `node /tmp/sbom.mjs write / /app ${name} "\${VERSION}" > /usr/share/tintype/sbom.cdx.json`, `${name}: its last RUN`);
   }
-  for (const s of stages.filter((x) => aptOf(x.name) !== '')) {
-    t.match(aptOf(s.name), /--mount=type=cache,target=\/var\/cache\/apt\b.*--mount=type=cache,target=\/var\/lib\/apt\/lists\b/, `${s.name}: apt's cache and lists are cache mounts, never layers`);
+  for (const s of stages.filter((x) => aptOf(x.name) !== '' || x.lines.some((l) => l.includes('install-chromium.sh')))) {
+    const run = s.lines.find((l) => l.includes('apt-get') || l.includes('install-chromium.sh')) ?? '';
+    t.match(run, /--mount=type=cache,target=\/var\/cache\/apt\b.*--mount=type=cache,target=\/var\/lib\/apt\/lists\b/, `${s.name}: apt's cache and lists are cache mounts, never layers`);
   }
-  t.notOk(stages.filter((s) => s.name !== 'packages').some((s) => /apt-get install.*\b(g\+\+|make|python3)\b/.test(aptOf(s.name))), 'no compiler in an image');
+  t.notOk(stages.some((s) => /apt-get install.*\b(g\+\+|make|python3)\b/.test(aptOf(s.name))), 'no compiler in an image');
 });
 
 t.test('roles run as 10001 under tini (a subreaper where it is not PID 1), `tintype` the entrypoint, data under /tmp', async (t) => {
-  for (const name of ['tintype', 'tintype-all']) {
-    const lines = stage(name).lines;
-    t.equal(lines.filter((l) => l.startsWith('USER ')).pop(), 'USER 10001:10001', name);
-    t.equal(lines.filter((l) => l.startsWith('ENTRYPOINT ')).pop(), 'ENTRYPOINT ["/usr/bin/tini", "-s", "--", "tintype"]', name);
+  for (const name of TARGETS.filter((n) => n !== 'tintype-browser')) {
+    t.equal(stage(name).lines.filter((l) => l.startsWith('USER ')).pop(), 'USER 10001:10001', name);
   }
-  const env = stage('tintype').lines.find((l) => l.startsWith('ENV '))!;
+  t.equal(stage('tintype-core').lines.filter((l) => l.startsWith('ENTRYPOINT ')).pop(), 'ENTRYPOINT ["/usr/bin/tini", "-s", "--", "tintype"]');
+  const env = stage('tintype-core').lines.find((l) => l.startsWith('ENV '))!;
   t.match(env, /TINTYPE_DATA_DIR=\/tmp\/tintype/);
   t.match(env, /HOME=\/tmp/);
-  t.ok(stage('tintype').lines.some((l) => l.includes('useradd --uid 10001')));
 });
 
-t.test('OCI labels, and no secret in any layer', async (t) => {
-  for (const name of ['tintype', 'tintype-browser']) {
-    const labels = stage(name).lines.filter((l) => l.startsWith('LABEL ')).join(' ');
-    for (const l of ['title', 'description', 'version', 'revision', 'created', 'licenses', 'base.name']) t.match(labels, `org.opencontainers.image.${l}=`, `${name}: ${l}`);
-  }
+t.test('OCI labels (set by the build, with the version and the commit, which are also its tags), and no secret in any layer', async (t) => {
+  for (const l of ['title', 'version', 'revision', 'created', 'licenses', 'base.name']) t.match(buildImages, `--label org.opencontainers.image.${l}=`, l);
+  t.match(buildImages, '-t "localhost/$target:$VERSION" -t "localhost/$target:$VERSION-${REVISION:0:12}"', 'tagged with the version, and the version and commit');
   for (const l of instructions.filter((x) => /^(ARG|ENV) /.test(x))) t.notMatch(l, /SECRET|PASSWORD|TOKEN|DATABASE_URL|REDIS_URL|_KEY\b/i, l);
 });
 
@@ -154,6 +184,6 @@ t.test('.dockerignore lets in every folder the tintype command loads, and nothin
     t.ok(allowed.has(dir), `${dir}/ is in the build context`);
     t.ok(stage('build').lines.includes(`COPY ${dir} ./${dir}`), `${dir}/ is compiled`);
   }
-  for (const f of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) t.ok(allowed.has(f), f);
+  for (const f of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'scripts/images', 'scripts/apt-packages.txt']) t.ok(allowed.has(f), f);
   for (const never of ['test', 'bench', 'charts', 'node_modules', 'data', 'dist', '.git']) t.notOk(allowed.has(never), `${never} stays out`);
 });

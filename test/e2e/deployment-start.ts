@@ -43,7 +43,7 @@ export async function startStartDeployment(o: ContractSetup): Promise<Deployment
     receiver,
     startup: {
       output: () => svc.stdout(),
-      announces: [/listening on http:\/\/localhost:\d+/, /bin\/tintype keys create --plan free/],
+      announces: [/"event":"start.listening",.*"url":"http:\/\/localhost:\d+"/, /bin\/tintype keys create --plan free/],
     },
     logs: () => svc.stderr() + svc.stdout(),
     stop: () => svc.signal('SIGTERM'),

@@ -139,9 +139,9 @@ export async function startService(o: ServiceOptions = {}): Promise<Service> {
   const ports = await new Promise<{ port: number; adminPort: number }>((resolve, reject) => {
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString('utf8');
-      const p = /listening on http:\/\/localhost:(\d+)/.exec(out);
-      const a = /admin .* on http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-      if (p !== null && a !== null) resolve({ port: Number(p[1]), adminPort: Number(a[1]) });
+      // To a pipe, the start-up facts are one JSON line (bin/commands/start.ts announce).
+      const listening = out.split('\n').slice(0, -1).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { event: string; url: string; admin: string }).find((l) => l.event === 'start.listening');
+      if (listening !== undefined) resolve({ port: Number(new URL(listening.url).port), adminPort: Number(new URL(listening.admin).port) });
     });
     child.stderr!.on('data', (c: Buffer) => (err += c.toString('utf8')));
     void exited.then((code) => reject(new Error(`tintype start exited (${code}) before listening:\n${err.slice(-2000)}`)));

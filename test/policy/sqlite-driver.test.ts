@@ -1,7 +1,7 @@
-// The SQLite driver of policy/store/sqlite-driver.ts on the Node this suite runs on (CI runs it on
-// Node 20 and on Node 24, scripts/node24.sh). A process that drops prepared statements to the
-// collector while awaits and stream reads drive its loop must end on its own: better-sqlite3 12
-// on Node 24 aborts it (exit 134) within a few rounds; docs/helm.md "The images".
+// The SQLite driver of policy/store/sqlite-driver.ts: better-sqlite3 13, the one driver, on the
+// checkout's Node (README "Node"). A process that drops prepared statements to the collector while
+// awaits and stream reads drive its loop must end on its own: better-sqlite3 12 on Node 24 aborts
+// it (exit 134) within a few rounds; docs/helm.md "The images".
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -9,7 +9,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const DRIVER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../policy/store/sqlite-driver.ts');
-const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 
 const CHURN = `
   import { Readable } from 'node:stream';
@@ -27,11 +26,15 @@ const CHURN = `
   process.stdout.write('ok');
 `;
 
-t.test('the driver is the one for this Node line', async (t) => {
+t.test('one driver, better-sqlite3 13, on a Node its engines accept', async (t) => {
   const { sqliteDriverPath } = await import(DRIVER);
-  // Both versions' entry point is lib/index.js in the package.
+  // The entry point is lib/index.js in the package.
   const { version } = JSON.parse(readFileSync(path.join(sqliteDriverPath, '../../package.json'), 'utf8')) as { version: string };
-  t.equal(Number(version.split('.')[0]), NODE_MAJOR >= 22 ? 13 : 12, `better-sqlite3 ${version} on Node ${process.versions.node}`);
+  t.equal(Number(version.split('.')[0]), 13, `better-sqlite3 ${version} on Node ${process.versions.node}`);
+  t.ok(Number(process.versions.node.split('.')[0]) >= 22, 'Node 22 or later, as package.json\'s engines say');
+  const lock = JSON.parse(readFileSync(path.join(DRIVER, '../../../package-lock.json'), 'utf8')) as { packages: Record<string, { name?: string }> };
+  const drivers = Object.entries(lock.packages).filter(([where, p]) => /(^|\/)node_modules\/better-sqlite3[^/]*$/.test(where) || p.name === 'better-sqlite3');
+  t.same(drivers.map(([where]) => where), ['node_modules/better-sqlite3'], 'the lockfile holds one SQLite driver');
 });
 
 t.test('statements collected while the loop runs never abort the process', async (t) => {
