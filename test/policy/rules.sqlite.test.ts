@@ -5,7 +5,7 @@ import { loadConfig } from '../../lib/config.ts';
 import { createPolicy } from '../../policy/authorize.ts';
 import { hashSecret, newSecret } from '../../policy/secrets.ts';
 import { BUILT_IN_PLANS } from '../../policy/plans.ts';
-import { SQLITE_MIGRATIONS } from '../../policy/store/sqlite.ts';
+import { SQLITE_MIGRATIONS } from '../../policy/store/sqlite-schema.ts';
 import { openUsageReader, readUsage } from '../../policy/usage-reader.ts';
 import { rulesSuite } from './rules-suite.ts';
 import { fakeClock, storeHome } from './stores.ts';
