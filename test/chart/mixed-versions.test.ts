@@ -7,7 +7,7 @@
  * after the migration, on the schema the current migrations leave.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -20,12 +20,26 @@ import { previousRevision } from './chart-history.ts';
 
 const previous = previousRevision();
 
-/** The previous revision's checkout, its node_modules this one's (the same lock file or close to it). */
+/**
+ * The previous revision's checkout, its packages this one's (the same lock file or close to it):
+ * each linked, and a package the previous revision named by an npm alias (`"x": "npm:y@…"`, as
+ * its SQLite driver for Node 22 and later was) linked under that alias to this checkout's `y`.
+ */
 function checkout(commit: string): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-previous-'));
   const tar = execFileSync('git', ['archive', '--format=tar', commit], { cwd: ROOT, maxBuffer: 512 * 1024 * 1024 });
   execFileSync('tar', ['-x', '-C', dir], { input: tar, maxBuffer: 512 * 1024 * 1024 });
-  symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+  const ours = path.join(ROOT, 'node_modules');
+  const theirs = path.join(dir, 'node_modules');
+  mkdirSync(theirs);
+  for (const name of readdirSync(ours)) symlinkSync(path.join(ours, name), path.join(theirs, name));
+  const { dependencies } = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  for (const [alias, spec] of Object.entries(dependencies)) {
+    const aliased = /^npm:(@?[^@]+)@/.exec(spec)?.[1];
+    if (aliased !== undefined && !existsSync(path.join(theirs, alias)) && existsSync(path.join(ours, aliased))) {
+      symlinkSync(path.join(ours, aliased), path.join(theirs, alias));
+    }
+  }
   return dir;
 }
 

@@ -40,15 +40,25 @@ export interface ImageConfig {
  * A target of a Dockerfile (a stage `FROM … AS <target>`; `tintype`, the roles' image, by default),
  * continued lines joined: ENV as `K=V` pairs (values with spaces or quotes are not used by the
  * image, so not parsed), the last ENTRYPOINT and CMD in exec form (JSON arrays; the shell form is
- * refused, as the image does not use it). The stage must set its ENTRYPOINT: the base image's (or
- * the stage it is built on) is not read.
+ * refused, as the image does not use it). A stage built on another stage of the file starts from
+ * that stage's config, as a builder does; one built on an outside base image must set its
+ * ENTRYPOINT, since the base image's is not read here.
  */
 export function imageConfig(dockerfile: string, target = 'tintype'): ImageConfig {
-  const lines = readFileSync(dockerfile, 'utf8').replace(/\\\n/g, ' ').split('\n').map((l) => l.trim());
-  const out: ImageConfig = { env: {}, entrypoint: [], cmd: [] };
+  const out = stageConfig(readFileSync(dockerfile, 'utf8').replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()), target);
+  if (out.entrypoint.length === 0) throw new Error(`Dockerfile: stage ${target} and the stages it is built on set no ENTRYPOINT`);
+  return out;
+}
+
+function stageConfig(lines: string[], target: string): ImageConfig {
   const start = lines.findIndex((l) => new RegExp(`^FROM\\s+\\S+\\s+AS\\s+${target}$`, 'i').test(l));
   if (start < 0) throw new Error(`Dockerfile: no stage ${target}`);
+  const base = /^FROM\s+(\S+)/i.exec(lines[start]!)![1]!;
+  const ownStage = lines.some((l) => new RegExp(`^FROM\\s+\\S+\\s+AS\\s+${base}$`, 'i').test(l));
+  const inherited = ownStage ? stageConfig(lines, base) : { env: {}, entrypoint: [], cmd: [] };
+  const out: ImageConfig = { env: { ...inherited.env }, entrypoint: inherited.entrypoint, cmd: inherited.cmd };
   const next = lines.findIndex((l, i) => i > start && /^FROM\s/i.test(l));
+  let ownCmd = false;
   for (const line of lines.slice(start, next < 0 ? undefined : next)) {
     const m = /^(ENV|ENTRYPOINT|CMD)\s+(.*)$/i.exec(line);
     if (m === null) continue;
@@ -64,12 +74,15 @@ export function imageConfig(dockerfile: string, target = 'tintype'): ImageConfig
     let argv: unknown;
     try { argv = JSON.parse(rest); } catch { argv = undefined; }
     if (!Array.isArray(argv) || !argv.every((a) => typeof a === 'string')) throw new Error(`Dockerfile: ${line}: only the exec form is read here`);
-    // With no CMD in the stage, none: setting an ENTRYPOINT drops the CMD of the base image.
-    if (op.toUpperCase() === 'ENTRYPOINT') out.entrypoint = argv;
-    else out.cmd = argv;
+    if (op.toUpperCase() === 'ENTRYPOINT') {
+      out.entrypoint = argv;
+      // Setting an ENTRYPOINT drops the CMD the stage was built on, unless this stage sets one.
+      if (!ownCmd) out.cmd = [];
+    } else {
+      out.cmd = argv;
+      ownCmd = true;
+    }
   }
-  // The base image's own ENTRYPOINT is not known here.
-  if (out.entrypoint.length === 0) throw new Error('Dockerfile: the final stage sets no ENTRYPOINT');
   return out;
 }
 
