@@ -20,8 +20,8 @@ import { cleanup, startService } from '../../e2e/service.ts';
 import { cmdline, until } from './helpers.ts';
 
 const CHECKOUT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-/** Variables Chromium may carry with its own values: locale, time zone, where programs and its home are. */
-const NEUTRAL = /^(PATH|HOME|TMPDIR|LANG|LANGUAGE|TZ|LC_.*)$/;
+/** Variables Chromium may carry with its own values: locale, time zone, where programs, its home and its working directory (the jail's shell sets PWD) are. */
+const NEUTRAL = /^(PATH|HOME|TMPDIR|PWD|LANG|LANGUAGE|TZ|LC_.*)$/;
 /** Files of the host's /etc that Chromium never reads (its name, its hosts, its TLS keys), where this machine has them. */
 const HOST_ETC = ['/etc/hostname', '/etc/hosts', '/etc/machine-id', '/etc/ssl/private', '/etc/shadow', '/etc/environment'].filter((p) => existsSync(p));
 /** Policy's lease signing key, the secret that mints leases. */

@@ -40,8 +40,14 @@ const x=document.getElementById('c').getContext('2d');let s=3;
 for(let i=0;i<600;i+=3)for(let j=0;j<600;j+=3){s=(s*1103515245+12345)%2147483648;x.fillStyle='#'+(s%16777216).toString(16).padStart(6,'0');x.fillRect(i,j,3,3);}
 </script>`;
 
+/**
+ * The render budget: the 504 tests wait it out, and every other render here must fit in it while
+ * the whole suite runs two files at a time beside it (4 s was met by a held render under that load).
+ */
+const BUDGET_MS = 8_000;
+
 const h = await startHarness({
-  env: { TINTYPE_SLOTS: '1', TINTYPE_RENDER_TIMEOUT_MS: '4000', TINTYPE_MAX_OUTPUT_BYTES: '60000' },
+  env: { TINTYPE_SLOTS: '1', TINTYPE_RENDER_TIMEOUT_MS: String(BUDGET_MS), TINTYPE_MAX_OUTPUT_BYTES: '60000' },
 });
 t.teardown(async () => {
   releaseAll();
@@ -109,7 +115,7 @@ t.test('markup and pages settle for every waitUntil; networkidle when the networ
     ['pdf', { url: `${site.origin}/quiet`, waitUntil: 'networkidle' }],
   ] as const) {
     const a = await post(h, op, body);
-    t.equal(a.status, 200, `${op} ${'html' in body ? 'markup' : 'url'}: 200 inside the 4 s budget`);
+    t.equal(a.status, 200, `${op} ${'html' in body ? 'markup' : 'url'}: 200 inside the ${BUDGET_MS / 1000} s budget`);
   }
 });
 

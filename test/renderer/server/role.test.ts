@@ -26,7 +26,8 @@ t.teardown(() => rm(dir, { recursive: true, force: true }));
 // A stand-in for policy's renderer listener (claims taken, settles recorded): the first attempt fails, as a policy restarting would.
 const settles: SettleRequest[] = [];
 let attempts = 0;
-let connections = 0;
+/** The connections settles came on (the egress audit posts come on their own). */
+const settleConnections = new Set<unknown>();
 const policy = http.createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
@@ -34,12 +35,12 @@ const policy = http.createServer((req, res) => {
     if (req.method === 'POST' && req.url === CLAIM_PATH) return res.writeHead(204).end();
     if (req.method !== 'POST' || req.url !== SETTLE_PATH) return res.writeHead(404).end();
     attempts += 1;
+    settleConnections.add(req.socket);
     if (attempts === 1) return res.writeHead(500).end();
     settles.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
     res.writeHead(204).end();
   });
 });
-policy.on('connection', () => (connections += 1));
 await new Promise<void>((r) => policy.listen(0, '127.0.0.1', r));
 t.teardown(() => new Promise<void>((r) => policy.close(() => r())));
 
@@ -88,7 +89,7 @@ t.test('renders through its own guard and settles to policy, retrying a failed a
   t.equal(b.headers.get(CACHE_HEADER), 'hit');
   await until(() => settles.length === 2, 'the second settle', 10_000);
   t.same(settles[1], { lease: second, status: 200, cache: 'hit' });
-  t.equal(connections, 1, 'the settles shared one kept-alive connection');
+  t.equal(settleConnections.size, 1, 'the settles shared one kept-alive connection');
 });
 
 t.test('a drain (at SIGTERM): the public port serves on, each answer closing its connection', async (t) => {
