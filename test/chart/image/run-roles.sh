@@ -102,10 +102,13 @@ if wait "$(cat "$work/keypair.pid")" && grep -q '^TINTYPE_LEASE_PUBLIC_KEYS=' "$
   public=$(grep '^TINTYPE_LEASE_PUBLIC_KEYS=' "$work/keypair.log")
   policy_leases=("$signing" "$public" TINTYPE_POLICY_SETTLE_PORT=8181)
   renderer_leases=("$public" TINTYPE_POLICY_URL=http://127.0.0.1:8181)
+  # The guard checks each render's lease when the renderer opens it (docs/security.md "Egress policy per key").
+  guard_leases=("$public")
 else
   secret=TINTYPE_LEASE_SECRET=$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
   policy_leases=("$secret")
   renderer_leases=("$secret" TINTYPE_POLICY_URL=http://127.0.0.1:8081)
+  guard_leases=()
 fi
 envfile policy tintype-core PORT=8081 TINTYPE_ADMIN_PORT=9081 "${policy_leases[@]}" > /dev/null
 # The first key, as NOTES.txt makes it, in the policy pod (its emptyDir holds the SQLite store).
@@ -117,7 +120,7 @@ key=$(grep -o 'sk_[A-Za-z0-9_-]*' "$work/keys.log" | head -1)
 
 # A site on loopback, reached only through the guard (GUARD_ALLOW_CIDRS lets the guard fetch it).
 node "$here/site.mjs" 127.0.0.2 8000 > "$work/site.log" 2>&1 &
-envfile guard tintype-core PORT=3128 TINTYPE_ADMIN_PORT=9128 GUARD_ALLOW_CIDRS=127.0.0.2/32 > /dev/null
+envfile guard tintype-core PORT=3128 TINTYPE_ADMIN_PORT=9128 GUARD_ALLOW_CIDRS=127.0.0.2/32 "${guard_leases[@]}" > /dev/null
 envfile renderer tintype-renderer PORT=8082 TINTYPE_ADMIN_PORT=9082 TINTYPE_ISOLATION=pod GUARD_URL=http://127.0.0.1:3128 GUARD_ALLOW_CIDRS=127.0.0.2/32 \
   "${renderer_leases[@]}" TINTYPE_SLOTS=1 \
   TINTYPE_BROWSER_SOCKET=/run/tintype-browser/cdp.sock > /dev/null
