@@ -3,9 +3,11 @@
  * key"). Every replica keeps them all in memory, with the ids of every key it has read, and asks
  * the store every POLL_MS whether any changed (one small read of `egress_generation`), reading
  * them again only then; a check of a known key never waits for the store for them. A key it has
- * not read yet (made since) is looked up once, so a key made with a list never renders without it. A change made with `tintype keys egress` is thereby in every
- * replica's next leases within POLL_MS and a read; a replica that has not heard from the store
- * for FRESH_MS grants nothing (the check fails closed, 503 busy) rather than sign an old list.
+ * not read yet (made since) is looked up once, so a key made with a list never renders without it.
+ * A change made with `tintype keys egress` is thereby in every replica's next leases within
+ * POLL_MS and a read. When the last answer is older than FRESH_MS (a store slowed by load, or a
+ * poll that failed), a check first waits for a read asked within FRESH_MS, so no lease is signed
+ * with a list older than that; a store that does not answer it fails the check closed (503 busy).
  */
 import type { EgressPolicy } from '../lib/egress.ts';
 import type { Logger } from '../lib/log.ts';
@@ -17,8 +19,11 @@ export const POLL_MS = 200;
 export const FRESH_MS = 1_000;
 
 export interface EgressPolicies {
-  /** Throws when the last read is older than FRESH_MS: asked before a check reserves anything. */
-  fresh(): void;
+  /**
+   * Resolves once the lists in memory were read by a query asked within FRESH_MS (at once when
+   * they are); rejects when that read fails. Awaited before a check reserves anything.
+   */
+  fresh(): Promise<void>;
   /** The key's policy as last read, or undefined for none; a key not read yet is looked up now. */
   of(keyId: string): Promise<EgressPolicy | undefined>;
   /** Reads them once, then polls. */
@@ -33,16 +38,28 @@ export function egressPolicies(store: EgressStore, logger: Logger, now: () => nu
   let heardAt = -Infinity;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
-  const poll = async (): Promise<void> => {
-    const asked = now();
+  // The read under way, joined by whoever needs one asked no earlier than FRESH_MS ago.
+  let reading: { asked: number; done: Promise<void> } | undefined;
+  const read = async (asked: number): Promise<void> => {
     if ((await store.generation()) !== generation) {
-      const read = await store.policies();
-      byKey = read.byKey;
-      keys = read.keys;
-      generation = read.generation;
+      const got = await store.policies();
+      // A slower read asked earlier never replaces what a later one read.
+      if (asked < heardAt) return;
+      byKey = got.byKey;
+      keys = got.keys;
+      generation = got.generation;
     }
     // Fresh as of when it was asked, not when the answer came.
-    heardAt = asked;
+    heardAt = Math.max(heardAt, asked);
+  };
+  const poll = (): Promise<void> => {
+    if (reading !== undefined && now() - reading.asked <= FRESH_MS) return reading.done;
+    const asked = now();
+    const done = read(asked).finally(() => {
+      if (reading?.done === done) reading = undefined;
+    });
+    reading = { asked, done };
+    return done;
   };
   // A store that cannot answer is logged and asked again; meanwhile fresh() fails closed.
   const pollLogged = (): Promise<void> => poll().catch((err: unknown) => {
@@ -54,8 +71,8 @@ export function egressPolicies(store: EgressStore, logger: Logger, now: () => nu
     timer.unref();
   };
   return {
-    fresh() {
-      if (now() - heardAt > FRESH_MS) throw new Error('egress policies not read from the store for over 1 s');
+    async fresh() {
+      if (now() - heardAt > FRESH_MS) await poll();
     },
     async of(keyId) {
       if (keys.has(keyId)) return byKey.get(keyId);

@@ -180,7 +180,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
       let outcome: string;
       try {
         // A key is read from the authorization header only, never from the query (spec Part 5 rule 3).
-        egress.fresh();
+        await egress.fresh();
         const d = await policy.check(header(req.headers.authorization), operation);
         // A key made since the last read is looked up; if that fails, the lease is withdrawn as a 503 closes it.
         const keyEgress = d.allow ? await egress.of(d.keyId).catch(async (err: unknown) => {

@@ -33,8 +33,12 @@ export type { OgDrawing } from './og.ts';
 
 /** How long stop() waits, after the listener closed, for the last answers to be settled. */
 const STOP_SETTLE_MS = 10_000;
-/** Settle attempts and the waits between them; settle is idempotent (docs/architecture.md §2). */
-const SETTLE_RETRY_MS = [200, 1_000];
+/**
+ * The waits between settle attempts; settle is idempotent (docs/architecture.md §2). They span
+ * a policy pod's replacement (about 8 s of waits, with each attempt bounded by
+ * POLICY_CALL_TIMEOUT_MS), within the lease's grace after the render budget.
+ */
+const SETTLE_RETRY_MS = [200, 500, 1_000, 2_000, 4_000];
 /**
  * How long an answer waits for its settle before it leaves anyway. A settle that fails at
  * first goes on retrying after the answer left (docs/operations.md "Usage ledger").
@@ -42,7 +46,7 @@ const SETTLE_RETRY_MS = [200, 1_000];
 const SETTLE_WAIT_MS = 1_000;
 
 /**
- * Runs a settle (or a release), retrying a failed attempt twice. A lease that still cannot be
+ * Runs a settle (or a release), retrying a failed attempt as SETTLE_RETRY_MS says. A lease that still cannot be
  * settled expires at policy (render budget + grace) and is recorded unsettled, not metered.
  */
 async function withRetry(call: () => Promise<void>): Promise<void> {

@@ -84,3 +84,35 @@ t.test('an idle kept-alive socket is closed by the settler, not by policy', asyn
   await ended[0];
   t.pass('the settler ended the idle connection (the server would have kept it 600 s)');
 });
+
+t.test('a kept-alive connection to a policy that went silent: the attempt times out, and the next goes on a fresh connection', async (t) => {
+  // A pod that has gone answers nothing on the connections that led to it; the Service's name
+  // now leads elsewhere. Here: connections opened before `silent` get no answer, later ones do.
+  let silent = false;
+  const early = new Set<unknown>();
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (silent && early.has(req.socket)) return;
+      setTimeout(() => res.writeHead(204).end(), 50);
+    });
+  });
+  server.keepAliveTimeout = 600_000;
+  server.on('connection', (socket) => {
+    if (!silent) early.add(socket);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const settler = agentSettler(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { timeoutMs: 300 });
+  t.teardown(() => {
+    settler.close();
+    server.closeAllConnections();
+    server.close();
+  });
+  // Two settles at once: two kept-alive connections, both free afterwards.
+  await Promise.all([settler.settle({ lease: 'a', status: 200 }), settler.settle({ lease: 'b', status: 200 })]);
+  t.equal(early.size, 2, 'two kept-alive connections');
+  silent = true;
+  await t.rejects(settler.settle({ lease: 'c', status: 200 }), /timed out/, 'the attempt on a silent connection gives up');
+  await settler.settle({ lease: 'c', status: 200 });
+  t.pass('the retry reached policy on a new connection, not on the other silent one');
+});

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { parseEgressPolicy } from '../../lib/egress.ts';
 import { createLogger } from '../../lib/log.ts';
-import { egressPolicies } from '../../policy/egress.ts';
+import { egressPolicies, FRESH_MS } from '../../policy/egress.ts';
 import type { EgressAuditRecord } from '../../policy/store/egress-store.ts';
 import { storeHome, type StoreKind } from './stores.ts';
 
@@ -62,6 +62,32 @@ for (const kind of ['sqlite', 'postgres'] as StoreKind[]) {
     t.same((await e.readAudit({ keyId: 'key_a', limit: 100 })).map((r) => r.host), ['example.com', 'cdn.other.net', null]);
   });
 
+  t.test(`${kind}: a list older than FRESH_MS is read again before a check goes on; a store that does not answer fails it`, async (t) => {
+    const home = await storeHome(kind);
+    t.teardown(() => home.drop());
+    const admin = home.open();
+    t.teardown(() => admin.close());
+    await admin.migrate();
+    await admin.createKey({ id: 'key_a', hash: 'h_a', name: '', plan: 'pro', createdAt: T0, revokedAt: null });
+    await admin.egress.setPolicy('key_a', parseEgressPolicy('a.example'), T0);
+    const replica = home.open();
+    let clock = 0;
+    const lists = egressPolicies(replica.egress, createLogger('test', { level: 'error' }), () => clock);
+    await lists.start();
+    lists.stop(); // no polls of its own: only fresh() reads from here on
+    t.same((await lists.of('key_a'))?.allow, ['a.example']);
+    await admin.egress.setPolicy('key_a', parseEgressPolicy('b.example'), T0);
+    clock += FRESH_MS;
+    await lists.fresh();
+    t.same((await lists.of('key_a'))?.allow, ['a.example'], 'read within FRESH_MS: not read again');
+    clock += 1;
+    await lists.fresh();
+    t.same((await lists.of('key_a'))?.allow, ['b.example'], 'older: read again before the check goes on');
+    await replica.close();
+    clock += FRESH_MS + 1;
+    await t.rejects(lists.fresh(), 'the store does not answer: the check fails closed');
+  });
+
   t.test(`${kind}: two replicas' lists follow a change made elsewhere; a key made since is looked up`, async (t) => {
     const home = await storeHome(kind);
     t.teardown(() => home.drop());
@@ -75,7 +101,7 @@ for (const kind of ['sqlite', 'postgres'] as StoreKind[]) {
       for (const r of replicas) await r.close();
     });
     for (const l of lists) await l.start();
-    for (const l of lists) l.fresh();
+    for (const l of lists) await l.fresh();
     // Made after both replicas read everything, with its list set before its secret could be used.
     await admin.createKey({ id: 'key_new', hash: 'h_new', name: '', plan: 'pro', createdAt: T0, revokedAt: null });
     const first = parseEgressPolicy('a.example');
