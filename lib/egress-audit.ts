@@ -7,7 +7,7 @@
  * the ledger's store. Nothing here is on a request's path: a post that fails is tried twice more,
  * then given up and counted.
  */
-import http from 'node:http';
+import { policyPoster } from './policy-poster.ts';
 import { type EgressAuditEntry, MAX_AUDIT_PER_RENDER, parseAuditEntries } from './egress.ts';
 import { MAX_LEASE_CHARS } from './lease.ts';
 
@@ -38,7 +38,6 @@ export function parseAuditPost(value: unknown): EgressAuditPost | undefined {
 /** Renders' posts waiting at most; past it a render's decisions are given up (and counted). */
 const MAX_WAITING = 1_000;
 const RETRY_MS = [500, 2_000];
-const POST_TIMEOUT_MS = 10_000;
 
 export interface AuditPoster {
   /** Queues one render's decisions; never waits and never throws. */
@@ -51,8 +50,7 @@ export interface AuditPoster {
 
 /** A poster to policy's renderer listener at `policyUrl`, one post at a time over kept-alive connections. */
 export function auditPoster(policyUrl: string, options: { onLost?: (why: string) => void } = {}): AuditPoster {
-  const base = new URL(policyUrl);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 2, timeout: 60_000 });
+  const poster = policyPoster(policyUrl, { maxSockets: 2 });
   const waiting: EgressAuditPost[] = [];
   let given = 0;
   let running: Promise<void> | undefined;
@@ -60,27 +58,9 @@ export function auditPoster(policyUrl: string, options: { onLost?: (why: string)
     given += 1;
     options.onLost?.(why);
   };
-  const post = (body: string): Promise<number> =>
-    new Promise((resolve, reject) => {
-      const req = http.request(
-        {
-          host: base.hostname, port: base.port, method: 'POST', path: EGRESS_AUDIT_PATH, agent, timeout: POST_TIMEOUT_MS,
-          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        },
-        (res) => {
-          res.resume();
-          res.once('end', () => resolve(res.statusCode ?? 0));
-          res.once('error', reject);
-        },
-      );
-      req.once('timeout', () => req.destroy(new Error('egress audit post timed out')));
-      req.once('error', reject);
-      req.end(body);
-    });
   const deliver = async (p: EgressAuditPost): Promise<void> => {
-    const body = JSON.stringify(p);
     for (let attempt = 0; ; attempt++) {
-      const status = await post(body).catch(() => 0);
+      const status = await poster.post(EGRESS_AUDIT_PATH, p).catch(() => 0);
       if (status === 204) return;
       // A 4xx will not change with another try; a 5xx or no answer may.
       const wait = status >= 400 && status < 500 ? undefined : RETRY_MS[attempt];
@@ -101,7 +81,7 @@ export function auditPoster(policyUrl: string, options: { onLost?: (why: string)
     lost: () => given,
     async close() {
       await running;
-      agent.destroy();
+      poster.close();
     },
   };
 }

@@ -20,9 +20,8 @@
  * Policy serves ext_authz on one listener (the edge's) and claim, release and settle on another
  * (the renderers'), so a network policy can let each peer reach only its own.
  */
-import http from 'node:http';
-import { context, propagation } from '@opentelemetry/api';
 import { isMetered } from './errors.ts';
+import { policyPoster } from './policy-poster.ts';
 
 export const EXT_AUTHZ_PREFIX = '/authz';
 export const SETTLE_PATH = '/settle';
@@ -126,50 +125,12 @@ export interface Settler {
 }
 
 /**
- * How long one claim, release or settle may take before the attempt is given up: twice policy's
- * store budget (policy/store/store.ts STORE_BUDGET_MS), so only a policy that has gone (or a
- * connection to one) reaches it, and a retry on a fresh connection comes soon after.
- */
-export const POLICY_CALL_TIMEOUT_MS = 3_000;
-
-/**
- * A Settler that posts to policy's renderer listener over kept-alive node:http connections and
- * sends the active trace context: a fraction of fetch's cost per call, for a claim and a settle
- * on every answer of `tintype start` (bench/edge.ts).
+ * A Settler that posts to policy's renderer listener over kept-alive connections
+ * (lib/policy-poster.ts): a fraction of fetch's cost per call, for a claim and a settle on every
+ * answer of `tintype start` (bench/edge.ts).
  */
 export function agentSettler(policyUrl: string, options: { timeoutMs?: number; idleMs?: number } = {}): Settler & { close(): void } {
-  const base = new URL(policyUrl);
-  // `timeout` drops a free socket idle this long: below policy's keepAliveTimeout (120 s,
-  // policy/server.ts), so this side lets go first and a settle never lands on a closing socket.
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: options.idleMs ?? 60_000 });
-  // A kept-alive connection that failed (reset, or no answer in time) most likely led to a policy
-  // pod that has gone; its other free connections lead there too. They are dropped, so the next
-  // attempt connects afresh to the Service and reaches a pod that is there.
-  const dropFreeSockets = (): void => {
-    for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
-  };
-  /** Posts `payload` as JSON to `path`; resolves with the status. */
-  const post = (path: string, payload: unknown): Promise<number> => {
-    const body = JSON.stringify(payload);
-    const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
-    propagation.inject(context.active(), headers);
-    return new Promise<number>((resolve, reject) => {
-      const req = http.request(
-        { host: base.hostname, port: base.port, method: 'POST', path, headers, agent, timeout: options.timeoutMs ?? POLICY_CALL_TIMEOUT_MS },
-        (res) => {
-          res.resume();
-          res.once('end', () => resolve(res.statusCode ?? 0));
-          res.once('error', reject);
-        },
-      );
-      req.once('timeout', () => req.destroy(new Error(`${path} timed out`)));
-      req.once('error', (err) => {
-        if (req.reusedSocket) dropFreeSockets();
-        reject(err);
-      });
-      req.end(body);
-    });
-  };
+  const { post, close } = policyPoster(policyUrl, { maxSockets: 64, ...options });
   return {
     async claim(lease) {
       const status = await post(CLAIM_PATH, { lease });
@@ -187,6 +148,6 @@ export function agentSettler(policyUrl: string, options: { timeoutMs?: number; i
       const status = await post(SETTLE_PATH, outcome);
       if (status !== 204 && status !== 200) throw new Error(`settle answered ${status}`);
     },
-    close: () => agent.destroy(),
+    close,
   };
 }
