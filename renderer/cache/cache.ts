@@ -4,6 +4,7 @@
  * Keys are hashes built by each operation from its whole normalised request, never the API key.
  */
 import type { Lifecycle } from '../../lib/lifecycle.ts';
+import type { Flight, FlightOptions } from './flight.ts';
 
 /** A cached answer body and its content type. */
 export interface CachedFile {
@@ -19,4 +20,6 @@ export interface RenderCache extends Lifecycle {
   get(key: string): Promise<CachedFile | undefined>;
   /** Stores `file` under `key` for CACHE_TTL_MS. A failure to store never fails the render. */
   set(key: string, file: CachedFile): Promise<void>;
+  /** After a miss: whether to render `key` now, or ask again once another render of it ended (flight.ts). Never throws. */
+  flight(key: string, options: FlightOptions): Promise<Flight>;
 }

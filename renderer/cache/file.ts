@@ -12,6 +12,7 @@ import type { Logger } from '../../lib/log.ts';
 import { PRIVATE_FILE_MODE, ensurePrivateDir } from '../../lib/private-files.ts';
 import { CACHE_TTL_MS, type CachedFile, type RenderCache } from './cache.ts';
 import { FailureLog } from './failure-log.ts';
+import { localFlights } from './flight.ts';
 import { DEFAULT_HOT_BYTES, HotEntries } from './hot.ts';
 
 export interface FileCacheOptions {
@@ -90,6 +91,8 @@ export class FileCache implements RenderCache {
   private started = false;
   private readonly hot: HotEntries;
   private readonly storeFailures: FailureLog;
+  /** One process holds this cache: its flights are this process's (flight.ts). */
+  readonly flight = localFlights();
 
   constructor(options: FileCacheOptions) {
     this.dir = options.dir;

@@ -3,10 +3,21 @@
  * expire in Redis itself (SET … PX, spec Part 8: 24 hours). A Redis that is down or slow makes
  * a miss and a skipped store, never a failed render.
  */
+import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from '../../lib/log.ts';
 import type { Gauge } from '../../lib/metrics.ts';
 import { CACHE_TTL_MS, type CachedFile, type RenderCache } from './cache.ts';
+import { FOLLOWED, localFlights, type Flight, type FlightOptions, type Flights } from './flight.ts';
+
+/** Where a render of a key under way is marked (beside its entry, under the cache's prefix). */
+const FLIGHT_PREFIX = 'flight:';
+/** How often a renderer waiting for another's render of a key asks whether it ended. */
+const FLIGHT_POLL_MS = 50;
+/** Deletes a flight's mark only while it is still the one this render set. */
+const RELEASE_FLIGHT = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+
+type FlightClient = Redis & { releaseFlight(mark: string, token: string): Promise<number> };
 
 export interface RedisCacheOptions {
   url: string;
@@ -36,7 +47,8 @@ function decode(buf: Buffer): CachedFile | undefined {
 }
 
 export class RedisCache implements RenderCache {
-  private readonly client: Redis;
+  private readonly client: FlightClient;
+  private readonly flights: Flights;
   private readonly logger: Logger;
   private readonly ttlMs: number;
   private readonly unauthenticated: Gauge | undefined;
@@ -50,7 +62,9 @@ export class RedisCache implements RenderCache {
       keyPrefix: options.keyPrefix ?? 'tintype:render:',
       maxRetriesPerRequest: 1,
       commandTimeout: options.commandTimeoutMs ?? 2_000,
-    });
+    }) as FlightClient;
+    this.client.defineCommand('releaseFlight', { numberOfKeys: 1, lua: RELEASE_FLIGHT });
+    this.flights = localFlights((key, o) => this.acrossRenderers(key, o));
     // ioredis reports connection trouble as events; without a listener they would be thrown.
     this.client.on('error', (err: Error) => this.logger.warn('cache.redis_error', { error: err.message }));
   }
@@ -103,6 +117,30 @@ export class RedisCache implements RenderCache {
     } catch (err) {
       this.logger.warn('cache.store_failed', { backend: 'redis', error: err instanceof Error ? err.message : 'unknown' });
     }
+  }
+
+  flight(key: string, options: FlightOptions): Promise<Flight> {
+    return this.flights(key, options);
+  }
+
+  /**
+   * One render of `key` across every renderer on this Redis: the first to set the key's mark
+   * renders; the others ask every FLIGHT_POLL_MS whether the entry is there or the mark gone. The
+   * mark lasts the leader's render budget, so a renderer that died mid-render holds no one longer.
+   */
+  private async acrossRenderers(key: string, options: FlightOptions): Promise<Flight> {
+    const mark = FLIGHT_PREFIX + key;
+    const token = randomBytes(12).toString('hex');
+    if ((await this.client.set(mark, token, 'PX', Math.max(1, options.until - Date.now()), 'NX')) === 'OK') {
+      return { lead: true, end: () => this.client.releaseFlight(mark, token).then(() => undefined, () => undefined) };
+    }
+    while (!options.signal.aborted && Date.now() + FLIGHT_POLL_MS < options.until) {
+      await new Promise((r) => setTimeout(r, FLIGHT_POLL_MS));
+      const [marked, stored] = (await this.client.pipeline().exists(mark).exists(key).exec()) ?? [];
+      if (marked?.[0] != null || stored?.[0] != null) throw marked?.[0] ?? stored?.[0];
+      if (stored?.[1] === 1 || marked?.[1] === 0) break;
+    }
+    return FOLLOWED;
   }
 
   /** Milliseconds left on an entry (Redis PTTL), for tests and diagnostics. */

@@ -6,7 +6,8 @@
  */
 import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
 import type { RenderTally } from '../../lib/guard-contract.ts';
-import type { RenderCache } from '../cache/cache.ts';
+import type { CachedFile, RenderCache } from '../cache/cache.ts';
+import type { Span } from '@opentelemetry/api';
 import { inSpan, startSpan } from './telemetry.ts';
 import { keyedCacheKey, pageAllowedForKey, pageRefusal } from './egress.ts';
 import type { EgressAuditSink } from '../browser/index.ts';
@@ -68,47 +69,68 @@ export async function produce(deps: ProduceDeps, spec: RenderSpec): Promise<Rend
       }
     }
     const key = keyedCacheKey(spec.key, spec.lease?.claims.egress);
-    const cached = await inSpan('cache.lookup', {}, async (s) => {
+    const lookup = (): Promise<CachedFile | undefined> => inSpan('cache.lookup', {}, async (s) => {
       const hit = await deps.cache.get(key);
       s.setAttribute('tintype.cache', hit === undefined ? 'miss' : 'hit');
       return hit;
     });
-    if (cached !== undefined) {
+    const hit = (cached: CachedFile): Rendered => {
       span.setAttributes({ 'tintype.cache': 'hit', 'tintype.bytes': cached.body.length });
       return { body: cached.body, contentType: cached.contentType, cache: 'hit', blocked: undefined };
-    }
-    if (spec.signal.aborted) throw new ServiceError('render_failed');
-
-    // slot.wait runs from asking the pool until the page work starts (queue-free: a slot or busy).
-    const waiting = startSpan('slot.wait', {});
-    let waited = false;
-    const endWait = (): void => {
-      if (!waited) waiting.end();
-      waited = true;
     };
-    const { value, tally } = await deps.pool.render({
-      deadline: spec.deadline,
-      signal: spec.signal,
-      ...(spec.lease === undefined ? {} : { lease: spec.lease.token }),
-      run: async (ctx) => {
-        endWait();
-        try {
-          return await spec.work(ctx);
-        } catch (err) {
-          if (spec.refusalFailsRender && isRenderFailure(err)) {
-            const refusal = failedByRefusal(await ctx.tally().catch(() => undefined));
-            if (refusal !== undefined) throw refusal;
-          }
-          throw err;
-        }
-      },
-    }).finally(endWait);
-
-    span.setAttributes({ 'tintype.cache': 'miss', 'tintype.bytes': value.length, 'tintype.blocked': tally.blocked });
-    // Spec Part 7: output over the maximum render size is 502 render_too_large, and is not cached.
-    if (value.length > deps.maxOutputBytes) throw new ServiceError('render_too_large');
-    await inSpan('cache.store', { 'tintype.bytes': value.length }, () =>
-      deps.cache.set(key, { body: value, contentType: spec.contentType }));
-    return { body: value, contentType: spec.contentType, cache: 'miss', blocked: tally.blocked };
+    const cached = await lookup();
+    if (cached !== undefined) return hit(cached);
+    // A render of the same key under way is waited for, and its entry served (renderer/cache/flight.ts).
+    const flight = await inSpan('cache.flight', {}, async (s) => {
+      const f = await deps.cache.flight(key, { until: spec.deadline, signal: spec.signal });
+      s.setAttribute('tintype.flight', f.lead ? 'lead' : 'followed');
+      return f;
+    });
+    try {
+      if (!flight.lead) {
+        const after = await lookup();
+        if (after !== undefined) return hit(after);
+      }
+      return await renderMiss(deps, spec, key, span);
+    } finally {
+      await flight.end();
+    }
   });
+}
+
+/** The page work in a slot, its output bounded and stored under `key` (a miss). */
+async function renderMiss(deps: ProduceDeps, spec: RenderSpec, key: string, span: Span): Promise<Rendered> {
+  if (spec.signal.aborted) throw new ServiceError('render_failed');
+
+  // slot.wait runs from asking the pool until the page work starts (queue-free: a slot or busy).
+  const waiting = startSpan('slot.wait', {});
+  let waited = false;
+  const endWait = (): void => {
+    if (!waited) waiting.end();
+    waited = true;
+  };
+  const { value, tally } = await deps.pool.render({
+    deadline: spec.deadline,
+    signal: spec.signal,
+    ...(spec.lease === undefined ? {} : { lease: spec.lease.token }),
+    run: async (ctx) => {
+      endWait();
+      try {
+        return await spec.work(ctx);
+      } catch (err) {
+        if (spec.refusalFailsRender && isRenderFailure(err)) {
+          const refusal = failedByRefusal(await ctx.tally().catch(() => undefined));
+          if (refusal !== undefined) throw refusal;
+        }
+        throw err;
+      }
+    },
+  }).finally(endWait);
+
+  span.setAttributes({ 'tintype.cache': 'miss', 'tintype.bytes': value.length, 'tintype.blocked': tally.blocked });
+  // Spec Part 7: output over the maximum render size is 502 render_too_large, and is not cached.
+  if (value.length > deps.maxOutputBytes) throw new ServiceError('render_too_large');
+  await inSpan('cache.store', { 'tintype.bytes': value.length }, () =>
+    deps.cache.set(key, { body: value, contentType: spec.contentType }));
+  return { body: value, contentType: spec.contentType, cache: 'miss', blocked: tally.blocked };
 }

@@ -7,7 +7,7 @@ import { ServiceError } from '../../lib/errors.ts';
 
 const tracer = trace.getTracer('tintype');
 
-export type SpanName = 'render' | 'cache.lookup' | 'slot.wait' | 'browser.context' | 'navigate' | 'capture' | 'encode' | 'cache.store' | 'og.draw';
+export type SpanName = 'render' | 'cache.lookup' | 'cache.flight' | 'slot.wait' | 'browser.context' | 'navigate' | 'capture' | 'encode' | 'cache.store' | 'og.draw';
 
 /** Runs `fn` inside a child span of the active one; errors mark the span with their code only. */
 export async function inSpan<T>(name: SpanName, attributes: Attributes, fn: (span: Span) => Promise<T>): Promise<T> {

@@ -13,6 +13,7 @@ import { Registry } from '../../lib/metrics.ts';
 import type { PolicyStore } from '../../policy/store/store.ts';
 import { createPolicyServer } from '../../policy/server.ts';
 import type { RenderCache } from '../../renderer/cache/index.ts';
+import { ALONE } from '../../renderer/cache/flight.ts';
 import type { RenderPool } from '../../renderer/operations/index.ts';
 import { createRendererServer } from '../../renderer/server/index.ts';
 import { MAX_REQUEST_HEADER_BYTES } from '../../envoy/edge/contract.ts';
@@ -83,7 +84,7 @@ t.test('policy takes a check that filled the edge limit, with what the edge adde
 
 t.test('the renderer takes a routed request that filled the edge limit, with what the edge added', async (t) => {
   const pool = { render: async () => { throw new Error('not used'); }, selfTestPassed: () => true, stats: () => ({ slots: 1, busy: 0 }) } as unknown as RenderPool;
-  const cache = { get: async () => undefined, set: async () => {} } as unknown as RenderCache;
+  const cache = { get: async () => undefined, set: async () => {}, flight: async () => ALONE } as unknown as RenderCache;
   const server = createRendererServer({
     config: loadConfig({ PORT: '0', TINTYPE_ADMIN_PORT: '0', ...TEST_LEASE_ENV }),
     logger: createLogger('renderer', { sink: () => {} }),

@@ -14,6 +14,7 @@ import { ATTEMPT_HEADER, CLAIM_PATH, CLAIM_STATUS, EXT_AUTHZ_PREFIX, LEASE_HEADE
 import { createKey } from '../../policy/keys.ts';
 import { createPolicyServer, type PolicyServer } from '../../policy/server.ts';
 import type { RenderCache } from '../../renderer/cache/cache.ts';
+import { ALONE } from '../../renderer/cache/flight.ts';
 import { createRendererServer, type RendererServer } from '../../renderer/server/index.ts';
 import { leaseIdOf, signedLease, TEST_LEASE_ENV } from '../lib/leases.ts';
 import { standInPool, type StandInPool } from '../renderer/stand-in-pool.ts';
@@ -24,7 +25,7 @@ const PLANS = { single: { monthlyQuota: 1_000, perMinute: 1_000, concurrentRende
 const quiet = createLogger('single-use-test', { level: 'error' });
 
 /** A cache that never hits, so every attempt that gets past its lease would render. */
-const noCache = { get: async () => undefined, set: async () => {} } as unknown as RenderCache;
+const noCache = { get: async () => undefined, set: async () => {}, flight: async () => ALONE } as unknown as RenderCache;
 
 interface Rig {
   policy: PolicyServer;
