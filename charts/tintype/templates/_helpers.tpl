@@ -66,9 +66,51 @@ put in front where the repository names none: every image of the release follows
 {{- end -}}
 {{- end -}}
 
-{{/* The tintype image (image.repository: required, tintype.validate). */}}
-{{- define "tintype.image" -}}
-{{- include "tintype.imageRef" (dict "root" . "repository" .Values.image.repository "tag" (default .Chart.AppVersion .Values.image.tag) "digest" .Values.image.digest) -}}
+{{/*
+A tintype role's image (.image: the role's image values; .target: its Dockerfile target's suffix,
+core, renderer or controller): the role's repository, else image.repository with `-<target>`
+(REGISTRY/tintype-core: docs/helm.md "The images"); its tag, else .tag (image.tag, or the chart's
+appVersion); its own digest, never another image's. With image.perRole false every Node role runs
+the one `tintype` image (image.repository, image.digest) unless its own repository is set.
+*/}}
+{{- define "tintype.roleImage" -}}
+{{- $img := .root.Values.image -}}
+{{- $i := default (dict) .image -}}
+{{- $repository := $i.repository -}}
+{{- $digest := $i.digest -}}
+{{- if not $repository -}}
+{{- if $img.perRole -}}
+{{- $repository = printf "%s-%s" $img.repository .target -}}
+{{- else -}}
+{{- $repository = $img.repository -}}
+{{- $digest = default $img.digest $digest -}}
+{{- end -}}
+{{- end -}}
+{{- $tag := default (default (default .root.Chart.AppVersion $img.tag) .tag) $i.tag -}}
+{{- include "tintype.imageRef" (dict "root" .root "repository" $repository "tag" $tag "digest" $digest) -}}
+{{- end -}}
+
+{{/* Each tintype role's image: policy and the guard (and the migration Job, as policy) run tintype-core. */}}
+{{- define "tintype.policyImage" -}}
+{{- include "tintype.roleImage" (dict "root" . "image" .Values.policy.image "target" "core") -}}
+{{- end -}}
+{{- define "tintype.guardImage" -}}
+{{- include "tintype.roleImage" (dict "root" . "image" .Values.guard.image "target" "core") -}}
+{{- end -}}
+{{- define "tintype.rendererImage" -}}
+{{- include "tintype.roleImage" (dict "root" . "image" .Values.renderer.image "target" "renderer") -}}
+{{- end -}}
+{{- define "tintype.controllerImage" -}}
+{{- include "tintype.roleImage" (dict "root" . "image" .Values.controller.image "target" "controller") -}}
+{{- end -}}
+
+{{/*
+Envoy's drain helper (tintype-core): its tag is envoy.drain.image.tag, else the chart's appVersion,
+never image.tag, so a new tintype release leaves the edge's pods as they are (docs/helm.md,
+"Rolling restarts").
+*/}}
+{{- define "tintype.drainImage" -}}
+{{- include "tintype.roleImage" (dict "root" . "image" .Values.envoy.drain.image "target" "core" "tag" .Chart.AppVersion) -}}
 {{- end -}}
 
 {{/*
