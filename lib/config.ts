@@ -94,8 +94,12 @@ export interface Config {
    * applied them, and needs no DDL rights (docs/helm.md, "Upgrade").
    */
   migrate: 'start' | 'wait';
-  /** `tintype envoy-drain`: Envoy's admin API, the wait for the endpoints, and Envoy's drain time. */
+  /**
+   * `tintype envoy-drain`: Envoy's admin API, the port of Envoy's preStop (GET /drained), the wait
+   * for the endpoints, and Envoy's drain time.
+   */
   envoyAdminUrl: string;
+  drainPort: number;
   drainWaitS: number;
   drainTimeS: number;
   /** Policy, the guard and the renderer: seconds a role keeps serving, unready, after SIGTERM (lib/admin.ts `drainAfterSignal`). */
@@ -265,6 +269,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     sqliteSync: oneOf(env, 'TINTYPE_SQLITE_SYNC', ['normal', 'full'] as const, 'normal'),
     migrate: oneOf(env, 'TINTYPE_MIGRATE', ['start', 'wait'] as const, 'start'),
     envoyAdminUrl: url(env, 'TINTYPE_ENVOY_ADMIN_URL', ['http']) ?? 'http://127.0.0.1:9901',
+    drainPort: integer(env, 'TINTYPE_DRAIN_PORT', 9903, 1, 65_535),
     drainWaitS: integer(env, 'TINTYPE_DRAIN_WAIT_S', 15, 0, 300),
     drainTimeS: integer(env, 'TINTYPE_DRAIN_TIME_S', 45, 1, 3_600),
     termDrainS: integer(env, 'TINTYPE_TERM_DRAIN_S', 0, 0, 300),
