@@ -127,10 +127,43 @@ export interface Config {
   inCluster: boolean;
   otelEndpoint: string | undefined;
   otelServiceName: string | undefined;
+  /**
+   * OTLP export: headers sent with every export (OTEL_EXPORTER_OTLP_HEADERS, `k=v,…`, values
+   * percent-decoded; never logged) and a PEM file of the CA the collector's certificate is checked
+   * against (OTEL_EXPORTER_OTLP_CERTIFICATE; docs/operations.md "Telemetry").
+   */
+  otelHeaders: Readonly<Record<string, string>>;
+  otelCaFile: string | undefined;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
 type Env = Record<string, string | undefined>;
+
+/**
+ * OTLP headers as the OpenTelemetry environment gives them: `key=value` pairs separated by commas,
+ * values percent-encoded. A name that is not an HTTP token or a value with a control character is
+ * refused; the message names the variable and the header, never a value.
+ */
+function otlpHeaders(env: Env, name: string): Record<string, string> {
+  const v = raw(env, name);
+  const out: Record<string, string> = {};
+  if (v === undefined) return out;
+  for (const pair of v.split(',')) {
+    if (pair.trim() === '') continue;
+    const eq = pair.indexOf('=');
+    const key = (eq < 0 ? pair : pair.slice(0, eq)).trim().toLowerCase();
+    if (eq < 0 || !/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(key)) throw new ConfigError(`${name} must be key=value pairs separated by commas (header names are HTTP tokens)`);
+    let value: string;
+    try {
+      value = decodeURIComponent(pair.slice(eq + 1).trim());
+    } catch {
+      throw new ConfigError(`${name}: the value of ${key} is not valid percent-encoding`);
+    }
+    if ([...value].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) throw new ConfigError(`${name}: the value of ${key} holds a control character`);
+    out[key] = value;
+  }
+  return out;
+}
 
 function raw(env: Env, name: string): string | undefined {
   const v = env[name];
@@ -287,6 +320,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http', 'https']) ??
       url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http', 'https']),
     otelServiceName: raw(env, 'OTEL_SERVICE_NAME'),
+    otelHeaders: Object.freeze(otlpHeaders(env, 'OTEL_EXPORTER_OTLP_HEADERS')),
+    otelCaFile: raw(env, 'OTEL_EXPORTER_OTLP_CERTIFICATE'),
     logLevel: oneOf(env, 'TINTYPE_LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
   };
   return Object.freeze(config);
