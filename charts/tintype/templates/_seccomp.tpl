@@ -1,6 +1,5 @@
 {{/*
-The browser container's Localhost seccomp profile (docs/security.md, "Turning Chromium's sandbox on
-in a cluster"): delivered by the Security Profiles Operator where the cluster serves its
+The browser container's Localhost seccomp profile (docs/helm.md, "Cluster add-ons"): delivered by the Security Profiles Operator where the cluster serves its
 SeccompProfile API and renderer.browser.seccompProfile.operator.enabled is on, else the file the
 operator of the cluster installed on the nodes (localhostProfile).
 */}}
