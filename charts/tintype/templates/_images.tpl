@@ -25,8 +25,9 @@ put in front where the repository names none: every image of the release follows
 {{/*
 A tintype role's image (.image: the role's image values; .target: its Dockerfile target's suffix,
 core, renderer or controller): the role's repository, else image.repository with `-<target>`
-(REGISTRY/tintype-core: docs/helm.md "The images"); its tag, else .tag (image.tag, or the chart's
-appVersion); its own digest, never another image's. With image.perRole false every Node role runs
+(REGISTRY/tintype-core: docs/helm.md "The images"); its tag, else .tag where given (the drain
+helper's: the chart's appVersion), else image.tag, else the chart's appVersion; its own digest,
+never another image's. With image.perRole false every Node role runs
 the one `tintype` image (image.repository, image.digest) unless its own repository is set.
 */}}
 {{- define "tintype.roleImage" -}}
