@@ -94,8 +94,12 @@ export interface Config {
    * applied them, and needs no DDL rights (docs/helm.md, "Upgrade").
    */
   migrate: 'start' | 'wait';
-  /** `tintype envoy-drain`: Envoy's admin API, the wait for the endpoints, and Envoy's drain time. */
+  /**
+   * `tintype envoy-drain`: Envoy's admin API, the port of Envoy's preStop (GET /drained), the wait
+   * for the endpoints, and Envoy's drain time.
+   */
   envoyAdminUrl: string;
+  drainPort: number;
   drainWaitS: number;
   drainTimeS: number;
   /** Policy, the guard and the renderer: seconds a role keeps serving, unready, after SIGTERM (lib/admin.ts `drainAfterSignal`). */
@@ -123,10 +127,43 @@ export interface Config {
   inCluster: boolean;
   otelEndpoint: string | undefined;
   otelServiceName: string | undefined;
+  /**
+   * OTLP export: headers sent with every export (OTEL_EXPORTER_OTLP_HEADERS, `k=v,…`, values
+   * percent-decoded; never logged) and a PEM file of the CA the collector's certificate is checked
+   * against (OTEL_EXPORTER_OTLP_CERTIFICATE; docs/operations.md "Telemetry").
+   */
+  otelHeaders: Readonly<Record<string, string>>;
+  otelCaFile: string | undefined;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
 }
 
 type Env = Record<string, string | undefined>;
+
+/**
+ * OTLP headers as the OpenTelemetry environment gives them: `key=value` pairs separated by commas,
+ * values percent-encoded. A name that is not an HTTP token or a value with a control character is
+ * refused; the message names the variable and the header, never a value.
+ */
+function otlpHeaders(env: Env, name: string): Record<string, string> {
+  const v = raw(env, name);
+  const out: Record<string, string> = {};
+  if (v === undefined) return out;
+  for (const pair of v.split(',')) {
+    if (pair.trim() === '') continue;
+    const eq = pair.indexOf('=');
+    const key = (eq < 0 ? pair : pair.slice(0, eq)).trim().toLowerCase();
+    if (eq < 0 || !/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(key)) throw new ConfigError(`${name} must be key=value pairs separated by commas (header names are HTTP tokens)`);
+    let value: string;
+    try {
+      value = decodeURIComponent(pair.slice(eq + 1).trim());
+    } catch {
+      throw new ConfigError(`${name}: the value of ${key} is not valid percent-encoding`);
+    }
+    if ([...value].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f)) throw new ConfigError(`${name}: the value of ${key} holds a control character`);
+    out[key] = value;
+  }
+  return out;
+}
 
 function raw(env: Env, name: string): string | undefined {
   const v = env[name];
@@ -265,6 +302,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     sqliteSync: oneOf(env, 'TINTYPE_SQLITE_SYNC', ['normal', 'full'] as const, 'normal'),
     migrate: oneOf(env, 'TINTYPE_MIGRATE', ['start', 'wait'] as const, 'start'),
     envoyAdminUrl: url(env, 'TINTYPE_ENVOY_ADMIN_URL', ['http']) ?? 'http://127.0.0.1:9901',
+    drainPort: integer(env, 'TINTYPE_DRAIN_PORT', 9903, 1, 65_535),
     drainWaitS: integer(env, 'TINTYPE_DRAIN_WAIT_S', 15, 0, 300),
     drainTimeS: integer(env, 'TINTYPE_DRAIN_TIME_S', 45, 1, 3_600),
     termDrainS: integer(env, 'TINTYPE_TERM_DRAIN_S', 0, 0, 300),
@@ -282,6 +320,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     otelEndpoint: url(env, 'OTEL_EXPORTER_OTLP_ENDPOINT', ['http', 'https']) ??
       url(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', ['http', 'https']),
     otelServiceName: raw(env, 'OTEL_SERVICE_NAME'),
+    otelHeaders: Object.freeze(otlpHeaders(env, 'OTEL_EXPORTER_OTLP_HEADERS')),
+    otelCaFile: raw(env, 'OTEL_EXPORTER_OTLP_CERTIFICATE'),
     logLevel: oneOf(env, 'TINTYPE_LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
   };
   return Object.freeze(config);

@@ -7,6 +7,7 @@
  * exporters are switched off here, as are resource detectors that would copy the command line.
  * The SDK is loaded only when tracing is on: it is most of a role's start-up time otherwise.
  */
+import { readFileSync } from 'node:fs';
 import { context, propagation } from '@opentelemetry/api';
 import type { Config } from './config.ts';
 
@@ -27,7 +28,7 @@ export function tracesUrl(endpoint: string): string {
  * otherwise); a no-op when no endpoint is configured.
  */
 export async function startTelemetry(
-  config: Pick<Config, 'otelEndpoint' | 'otelServiceName'>,
+  config: Pick<Config, 'otelEndpoint' | 'otelServiceName'> & Partial<Pick<Config, 'otelHeaders' | 'otelCaFile'>>,
   role: string,
   options: { exportDelayMs?: number } = {},
 ): Promise<Telemetry> {
@@ -37,7 +38,12 @@ export async function startTelemetry(
     import('@opentelemetry/sdk-node'),
   ]);
   const serviceName = config.otelServiceName ?? `tintype-${role}`;
-  const exporter = new OTLPTraceExporter({ url: tracesUrl(config.otelEndpoint) });
+  const exporter = new OTLPTraceExporter({
+    url: tracesUrl(config.otelEndpoint),
+    headers: { ...config.otelHeaders },
+    // A private collector's CA: its certificate is checked against this CA alone.
+    ...(config.otelCaFile === undefined ? {} : { httpAgentOptions: { ca: readCa(config.otelCaFile) } }),
+  });
   const sdk = new NodeSDK({
     serviceName,
     resource: resources.resourceFromAttributes({ 'service.name': serviceName }),
@@ -50,6 +56,18 @@ export async function startTelemetry(
   });
   sdk.start();
   return { enabled: true, shutdown: () => sdk.shutdown() };
+}
+
+/** The collector's CA (OTEL_EXPORTER_OTLP_CERTIFICATE): a clear error when it cannot be read or holds no certificate. */
+function readCa(file: string): string {
+  let pem: string;
+  try {
+    pem = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new Error(`OTEL_EXPORTER_OTLP_CERTIFICATE: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`OTEL_EXPORTER_OTLP_CERTIFICATE: ${file} holds no PEM certificate`);
+  return pem;
 }
 
 /**

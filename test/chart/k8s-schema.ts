@@ -79,7 +79,11 @@ async function typedModel(apiVersion: string, kind: string): Promise<(new (o: un
 
 /** Whether a kind is one of Kubernetes' own (not a custom resource). */
 export function isBuiltIn(o: K8sObject): boolean {
-  return model(className(o.apiVersion, o.kind)) !== undefined;
+  // The API groups of Kubernetes itself: none, or one of *.k8s.io without a dash (custom groups
+  // such as security-profiles-operator.x-k8s.io may reuse a kind's name: SeccompProfile).
+  const group = o.apiVersion.includes('/') ? o.apiVersion.split('/')[0]! : '';
+  const kubernetes = group === '' || !group.includes('.') || /^[a-z]+(\.[a-z]+)*\.k8s\.io$/.test(group);
+  return kubernetes && model(className(o.apiVersion, o.kind)) !== undefined;
 }
 
 /** Every way the object breaks the Kubernetes API's schema; empty when it is valid. */

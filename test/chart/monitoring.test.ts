@@ -47,6 +47,9 @@ t.test('the ServiceMonitor scrapes every admin port of the release', async (t) =
   for (const s of selected) t.same(s.spec.ports.map((p: any) => p.name), ['admin'], `${s.metadata.name}: its admin port only`);
 });
 
+/** The Envoy series the alerts read, as Envoy's Prometheus endpoint names its stats (http.<prefix>.*, server.*). */
+const ENVOY_SERIES = ['envoy_http_downstream_rq_xx', 'envoy_http_downstream_rq_total', 'envoy_http_ext_authz_error', 'envoy_server_days_until_first_cert_expiring'];
+
 /** A Prometheus duration (30s, 5m, 1h) in seconds. */
 const seconds = (d: string): number => Number(d.slice(0, -1)) * ({ s: 1, m: 60, h: 3600 } as Record<string, number>)[d.slice(-1)]!;
 
@@ -55,7 +58,7 @@ t.test('the alerts: no ready renderer or policy, guard unverified, busy by rate,
   t.doesNotThrow(() => new PrometheusRule(rule).validate());
   const rules = rule.spec.groups.flatMap((g: any) => g.rules);
   t.same(rules.map((r: any) => r.alert), ['TintypeNoReadyRenderer', 'TintypePolicyAbsent', 'TintypeGuardUnverified', 'TintypeBusy', 'TintypeServerErrors',
-    'TintypePolicyStoreDown', 'TintypeLeasesExpiringUnsettled', 'TintypeEdgeServerErrors', 'TintypeExtAuthzErrors']);
+    'TintypePolicyStoreDown', 'TintypeLeasesExpiringUnsettled', 'TintypeEdgeServerErrors', 'TintypeExtAuthzErrors', 'TintypeEdgeCertificateExpiring']);
   const series = exportedSeries();
   const services = new Set(ofKind(objects, 'Service').map((s) => s.metadata.name));
   for (const r of rules) {
@@ -66,6 +69,7 @@ t.test('the alerts: no ready renderer or policy, guard unverified, busy by rate,
     // One error, or one failed scrape, pages nobody: every alert holds for minutes, on rates.
     t.ok(seconds(r.for) >= 120, `${r.alert}: for ${r.for}`);
     t.notMatch(r.expr, /increase\(/, `${r.alert}: a rate over a window, not any increase`);
+    for (const name of r.expr.match(/envoy_[a-z_]+(?=[{)])/g) ?? []) t.ok(ENVOY_SERIES.includes(name), `${r.alert}: ${name} is a series Envoy exports`);
     t.equal(r.annotations.runbook_url, `https://git.example.com/platform/tintype/-/blob/main/docs/helm.md#${r.alert.toLowerCase()}`, `${r.alert}: its runbook section`);
   }
   const errors = rules.find((r: any) => r.alert === 'TintypeServerErrors');
@@ -76,6 +80,21 @@ t.test('the alerts: no ready renderer or policy, guard unverified, busy by rate,
   const leader = await render('monitoring-values.yaml', ['--set', 'controller.enabled=true']);
   const withController = (ofKind(leader, 'PrometheusRule')[0] as any).spec.groups.flatMap((g: any) => g.rules);
   t.ok(withController.some((r: any) => r.alert === 'TintypeNoControllerLeader' && /tintype_controller_leader/.test(r.expr)), 'with the controller: no leader');
+});
+
+t.test('each alert can be switched off and given its own threshold and duration; the edge certificate alert', async (t) => {
+  const set = ['--set-json', 'monitoring.prometheusRule.alerts={"TintypeBusy":{"enabled":false},"TintypeServerErrors":{"threshold":0.2,"for":"30m"},"TintypeEdgeCertificateExpiring":{"threshold":21}}'];
+  const rules = (ofKind(await render('monitoring-values.yaml', set), 'PrometheusRule')[0] as any).spec.groups.flatMap((g: any) => g.rules);
+  t.notOk(rules.some((r: any) => r.alert === 'TintypeBusy'), 'TintypeBusy off');
+  const errors = rules.find((r: any) => r.alert === 'TintypeServerErrors');
+  t.match(errors.expr, / > 0\.2$/, 'its threshold');
+  t.equal(errors.for, '30m', 'its duration');
+  t.match(errors.annotations.summary, 'More than 20% of renders', 'the summary says the threshold');
+  const cert = rules.find((r: any) => r.alert === 'TintypeEdgeCertificateExpiring');
+  t.equal(cert.expr, `min(envoy_server_days_until_first_cert_expiring{namespace="${NAMESPACE}",service="${RELEASE}-envoy-admin"}) < 21`, "on Envoy's days until its first certificate expires");
+  const refused = await helm(['template', RELEASE, CHART, '-f', path.join(CHART, 'ci/monitoring-values.yaml'), '--set', 'monitoring.prometheusRule.alerts.TintypeBusy.threshold=-1']);
+  t.not(refused.code, 0, 'a threshold below 0 is refused');
+  t.match(refused.stderr, /alerts\/TintypeBusy\/threshold/, 'naming the value');
 });
 
 t.test('ServiceMonitor and PrometheusRule only where their CRDs are served; NOTES says so', async (t) => {

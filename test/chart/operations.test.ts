@@ -79,11 +79,11 @@ t.test('global.imageRegistry and global.imagePullSecrets reach every image and e
     t.ok(pods.length >= 6, `${values}: ${pods.length} pods`);
     for (const pod of pods) {
       t.same(pod.imagePullSecrets, [{ name: 'own' }, { name: 'mirror-pull' }], `${values}: ${pod.containers[0].name} pulls with both`);
-      for (const c of pod.containers) t.match(c.image, /^mirror\.example:5000\/(tintype|tintype-browser|envoyproxy\/envoy):/, `${values}: ${c.name}: ${c.image}`);
+      for (const c of pod.containers) t.match(c.image, /^mirror\.example:5000\/(tintype-(core|renderer|controller|browser)|envoyproxy\/envoy):/, `${values}: ${c.name}: ${c.image}`);
     }
   }
   const bare = await render('default-values.yaml', ['--set', 'global.imageRegistry=mirror.example,image.repository=tintype']);
-  t.match((bare.find((o: any) => o.kind === 'Deployment' && o.metadata.name === 'tt-policy') as any).spec.template.spec.containers[0].image, /^mirror\.example\/tintype:/, 'a repository without a registry gets it in front');
+  t.match((bare.find((o: any) => o.kind === 'Deployment' && o.metadata.name === 'tt-policy') as any).spec.template.spec.containers[0].image, /^mirror\.example\/tintype-core:/, 'a repository without a registry gets it in front');
 });
 
 t.test('global values are accepted (the chart as a dependency of an umbrella chart)', async (t) => {

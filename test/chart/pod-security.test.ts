@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { CI_VALUES, ofKind, render, ROOT, type K8sObject } from '../helm.ts';
-import { containerArgv, imageConfig, tintypeImage } from './tintype-image.ts';
+import { containerArgv, imageConfig, tintypeImages } from './tintype-image.ts';
 import { LIVE_PATH, READY_PATH } from '../../lib/admin.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -66,24 +66,31 @@ for (const values of CI_VALUES) {
     for (const p of all) t.same(restrictedViolations(p.spec), [], p.name);
   });
 
-  t.test(`${values}: every tintype role runs under tini, the image's entrypoint`, async (t) => {
+  t.test(`${values}: every tintype role runs its own image, under tini, the image's entrypoint`, async (t) => {
     const objects = await render(values);
-    const image = tintypeImage(values);
-    const config = imageConfig(path.join(ROOT, 'Dockerfile'));
-    t.equal(config.entrypoint[0], '/usr/bin/tini', "the image's entrypoint is tini");
+    const images = tintypeImages(values);
+    const dockerfile = path.join(ROOT, 'Dockerfile');
+    // Each role's Dockerfile target (docs/helm.md "The images"): the slimmest that holds the role.
+    const targets: Record<string, string> = { 'envoy-drain': 'tintype-core', policy: 'tintype-core', guard: 'tintype-core', renderer: 'tintype-renderer', controller: 'tintype-controller' };
     const roles: string[] = [];
     for (const d of ofKind(objects, 'Deployment') as any[]) {
-      for (const c of d.spec.template.spec.containers.filter((x: any) => x.image === image)) {
+      for (const c of d.spec.template.spec.containers.filter((x: any) => images.has(x.image))) {
         const component = d.spec.template.metadata.labels['app.kubernetes.io/component'];
-        // Envoy's pod holds the tintype image's drain helper beside Envoy.
+        // Envoy's pod holds the drain helper (tintype-core) beside Envoy.
         const role = component === 'envoy' ? 'envoy-drain' : component;
         roles.push(role);
+        const target = images.get(c.image)!;
+        t.equal(target, targets[role], `${d.metadata.name}: ${c.image} is built from ${targets[role]}`);
+        const config = imageConfig(dockerfile, target);
+        t.equal(config.entrypoint[0], '/usr/bin/tini', `${target}: the image's entrypoint is tini`);
         // A command replaces the ENTRYPOINT: none, or one that is the entrypoint (tini) itself.
         t.same(containerArgv(c, config), [...config.entrypoint, role], `${d.metadata.name}: tini runs tintype ${role}`);
       }
     }
     const expected = ['envoy-drain', 'policy', 'renderer', 'guard', ...(ofKind(objects, 'Deployment').some((d) => d.metadata.name.endsWith('-controller')) ? ['controller'] : [])];
-    t.same(roles.sort(), expected.sort(), 'the tintype image runs every role');
+    t.same(roles.sort(), expected.sort(), 'a tintype image runs every role');
+    const job: any = objects.find((o) => o.kind === 'Job' && o.metadata.name.endsWith('-migrate'));
+    if (job !== undefined) t.equal(images.get(job.spec.template.spec.containers[0].image), 'tintype-core', 'the migration Job runs tintype-core');
   });
 
   t.test(`${values}: tokens, probes, writable paths and grace periods`, async (t) => {
@@ -112,9 +119,11 @@ t.test('grace periods cover the render budget and the edge margin, from the one 
     const all = pods(objects).filter((p) => p.kind === 'Deployment' && !p.name.endsWith('-controller'));
     for (const p of all) t.ok(p.spec.terminationGracePeriodSeconds > budget / 1000 + 15, `${p.name}: ${p.spec.terminationGracePeriodSeconds}`);
     const envoy = all.find((p) => p.name.endsWith('-envoy'))!;
-    const sleep = envoy.spec.containers[0].lifecycle.preStop.sleep.seconds;
-    t.ok(envoy.spec.terminationGracePeriodSeconds > sleep, 'Envoy drains (preStop) inside its grace period');
-    t.ok(sleep >= 15 + budget / 1000 + 15, 'Envoy keeps answering while the endpoints let go, then for a whole render');
+    // Envoy's preStop waits for the drain helper's drain: the wait, then at most the drain time.
+    const drain = envoy.spec.containers.find((c: any) => c.name === 'drain');
+    const longest = Number(env(drain)['TINTYPE_DRAIN_WAIT_S']) + Number(env(drain)['TINTYPE_DRAIN_TIME_S']);
+    t.ok(envoy.spec.terminationGracePeriodSeconds > longest, 'Envoy drains (preStop) inside its grace period');
+    t.ok(longest >= 15 + budget / 1000 + 15, 'Envoy keeps answering while the endpoints let go, then for a whole render');
     // The roles: readiness fails at SIGTERM, they serve through the wait, then finish a render.
     // No preStop reaches a port: a drain that the network could begin, anyone there could begin.
     for (const p of all.filter((x) => !x.name.endsWith('-envoy'))) {
@@ -169,7 +178,7 @@ t.test('renderer: Chromium in a container of its own, with no secret, no shared 
     t.notOk(b.envFrom, 'no envFrom');
     t.same((b.env ?? []).filter((e: any) => e.valueFrom !== undefined), [], 'no value from a Secret (or anywhere else)');
     t.same((b.env ?? []).map((e: any) => e.name).sort(), ['HOME', 'TINTYPE_BROWSER_CONNECTIONS', 'TINTYPE_BROWSER_SOCKET']);
-    t.equal(b.image.split(':')[0], `${c.image.split(':')[0]}-browser`, "the browser image (image.repository with -browser)");
+    t.equal(b.image.split(':')[0], `${c.image.split(':')[0].replace(/-renderer$/, '')}-browser`, 'the browser image (image.repository with -browser)');
     const mounted = (x: any) => new Set((x.volumeMounts ?? []).map((m: any) => m.name));
     const shared = [...mounted(b)].filter((n) => mounted(c).has(n));
     t.same(shared, ['browser-socket'], 'the socket directory is all the two containers share');

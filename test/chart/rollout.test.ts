@@ -27,7 +27,7 @@ import { ROOT, named, render, type K8sObject } from '../helm.ts';
 import { runTintype, startPolicyProcess, type PolicyProcess } from '../policy/process.ts';
 import { spawnTintype } from '../tintype.ts';
 import { listenBesideService } from '../lib/listen-beside.ts';
-import { imageConfig, tintypeImage } from './tintype-image.ts';
+import { tintypeImageConfigs } from './tintype-image.ts';
 import { podPlans } from './wiring/pods.ts';
 import { runMigrationJob } from './wiring/migrate.ts';
 import { policyCluster } from './rollout/policy-cluster.ts';
@@ -68,8 +68,8 @@ t.before(async () => {
     `drainWaitSeconds=${DRAIN_WAIT_S}`,
   ].join(',')];
   objects = await render('default-values.yaml', values);
-  const image = { name: tintypeImage('default-values.yaml'), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
-  const plan = podPlans(objects, image, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' })).find((p) => p.component === 'policy')!;
+  const images = tintypeImageConfigs(path.join(ROOT, 'Dockerfile'), 'default-values.yaml');
+  const plan = podPlans(objects, images, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' })).find((p) => p.component === 'policy')!;
   // Two pods on one machine: the ports are the OS's choice; the rest as rendered.
   policyEnv = { ...plan.env, PORT: '0', TINTYPE_POLICY_SETTLE_PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LOG_LEVEL: 'info' };
   t.equal(policyEnv['TINTYPE_MIGRATE'], 'wait', 'policy waits for the schema');
@@ -215,8 +215,8 @@ t.test('the guard restarts under steady tunnel traffic: every tunnel carries its
     // The test's stand-in for a public site lives on a loopback address: opened on purpose.
     'guard.allowCidrs[0]=127.0.0.5/32',
   ].join(',')]);
-  const image = { name: tintypeImage('default-values.yaml'), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
-  const plan = podPlans(rendered, image, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' })).find((p) => p.component === 'guard')!;
+  const images = tintypeImageConfigs(path.join(ROOT, 'Dockerfile'), 'default-values.yaml');
+  const plan = podPlans(rendered, images, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' })).find((p) => p.component === 'guard')!;
   const spec = plan.pod;
   t.equal(plan.container.lifecycle?.preStop, undefined, 'no preStop');
   t.equal(plan.env['TINTYPE_TERM_DRAIN_S'], String(DRAIN_WAIT_S), 'the guard drains drainWaitSeconds at SIGTERM');
@@ -324,8 +324,8 @@ async function rendererRollout(t: Pick<Tap, 'equal' | 'notOk'>, drain: boolean):
     `secrets.databaseUrl=postgres://postgres@127.0.0.1:5432/${DB}`, 'secrets.redisUrl=redis://127.0.0.1:6379/9',
     `drainWaitSeconds=${DRAIN_WAIT_S}`,
   ].join(',')]);
-  const image = { name: tintypeImage('default-values.yaml'), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
-  const plans = podPlans(rendered, image, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' }));
+  const images = tintypeImageConfigs(path.join(ROOT, 'Dockerfile'), 'default-values.yaml');
+  const plans = podPlans(rendered, images, (d) => ({ namespace: 'render', podName: `${d}-0`, podIP: '127.0.0.1' }));
   const plan = plans.find((p) => p.component === 'renderer')!;
   t.equal(plan.container.lifecycle?.preStop, undefined, 'the renderer has no preStop');
   t.equal(plan.env['TINTYPE_TERM_DRAIN_S'], String(DRAIN_WAIT_S), 'it drains drainWaitSeconds at SIGTERM');

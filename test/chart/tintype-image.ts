@@ -1,6 +1,6 @@
 /**
- * The tintype image as the chart's tests see it: its name as the chart's values give it (which
- * is how a tintype container is told from any other), and what the Dockerfile's final stage
+ * The tintype images as the chart's tests see them: their names as the chart's values give them
+ * (which is how a tintype container is told from any other), and what each one's Dockerfile target
  * gives every container of it (ENV, ENTRYPOINT, CMD), with the argv a kubelet runs from these.
  */
 import { readFileSync } from 'node:fs';
@@ -10,23 +10,62 @@ import { CHART } from '../helm.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 
+/** Where each tintype role's image values are, and the Dockerfile target it runs (`tintype-<target>`). */
+const ROLE_IMAGES: { at: string[]; target: string; ownTag?: true }[] = [
+  { at: ['policy', 'image'], target: 'core' },
+  { at: ['guard', 'image'], target: 'core' },
+  { at: ['renderer', 'image'], target: 'renderer' },
+  { at: ['controller', 'image'], target: 'controller' },
+  // Envoy's drain helper: the chart's appVersion, not image.tag (docs/helm.md "Rolling restarts").
+  { at: ['envoy', 'drain', 'image'], target: 'core', ownTag: true },
+];
+
+interface ImageValues { repository?: string; tag?: string; digest?: string; perRole?: boolean }
+
+function merged(target: any, source: any): any {
+  if (typeof source !== 'object' || source === null || Array.isArray(source)) return source;
+  const out = typeof target === 'object' && target !== null && !Array.isArray(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(source)) out[k] = merged(out[k], v);
+  return out;
+}
+
 /**
- * The tintype image a render names (`tintype.image` in _helpers.tpl): the chart's values, then
- * `ci/<valuesFile>`, then each `-f` file of `extra`, as `render(valuesFile, extra)` reads them;
- * the tag defaults to the chart's appVersion.
+ * The tintype images a render names (`tintype.roleImage` in _helpers.tpl), each with the Dockerfile
+ * target it is built from: the chart's values, then `ci/<valuesFile>`, then each `-f` file of
+ * `extra`, as `render(valuesFile, extra)` reads them. The browser's image is not among them: its
+ * container gives its own command.
  */
-export function tintypeImage(valuesFile: string, extra: string[] = []): string {
+export function tintypeImages(valuesFile: string, extra: string[] = []): Map<string, string> {
   const files = [path.join(CHART, 'values.yaml'), path.join(CHART, 'ci', valuesFile)];
   for (let i = 0; i < extra.length; i++) {
     const a = extra[i]!;
     if (a === '-f' || a === '--values') files.push(extra[++i]!);
-    else if (a.startsWith('--set') && /(^|,)image\./.test(extra[i + 1] ?? '')) throw new Error(`${a} ${extra[i + 1]}: image values are read from files only here`);
+    else if (a.startsWith('--set') && /(^|,)([a-z.]*\.)?image\./.test(extra[i + 1] ?? '')) throw new Error(`${a} ${extra[i + 1]}: image values are read from files only here`);
   }
-  const image: { repository?: string; tag?: string; digest?: string } = {};
-  for (const f of files) Object.assign(image, (parse(readFileSync(f, 'utf8')) as any)?.image ?? {});
+  let values: any = {};
+  for (const f of files) values = merged(values, parse(readFileSync(f, 'utf8')) ?? {});
   const { appVersion } = parse(readFileSync(path.join(CHART, 'Chart.yaml'), 'utf8')) as { appVersion: string };
-  const named = `${image.repository}:${image.tag || appVersion}`;
-  return image.digest ? `${named}@${image.digest}` : named;
+  const image = values.image as ImageValues;
+  const out = new Map<string, string>();
+  for (const role of ROLE_IMAGES) {
+    const own = (role.at.reduce((v, k) => v?.[k], values) ?? {}) as ImageValues;
+    let repository = own.repository || `${image.repository}-${role.target}`;
+    let digest = own.digest;
+    let target = `tintype-${role.target}`;
+    if (!own.repository && image.perRole === false) {
+      repository = image.repository!;
+      digest = own.digest || image.digest;
+      target = 'tintype';
+    }
+    const tag = own.tag || (role.ownTag ? appVersion : image.tag || appVersion);
+    out.set(digest ? `${repository}:${tag}@${digest}` : `${repository}:${tag}`, target);
+  }
+  return out;
+}
+
+/** Each tintype image a render names, with what its Dockerfile target gives its containers. */
+export function tintypeImageConfigs(dockerfile: string, valuesFile: string, extra: string[] = []): Map<string, ImageConfig> {
+  return new Map([...tintypeImages(valuesFile, extra)].map(([name, target]) => [name, imageConfig(dockerfile, target)]));
 }
 
 /** What a Dockerfile's final stage gives each container: ENV, and the exec-form ENTRYPOINT and CMD. */

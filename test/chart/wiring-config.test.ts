@@ -10,7 +10,7 @@ import path from 'node:path';
 import t from 'tap';
 import { loadConfig } from '../../lib/config.ts';
 import { CI_VALUES, NAMESPACE, ROOT, render, type K8sObject } from '../helm.ts';
-import { tintypeImage } from './tintype-image.ts';
+import { tintypeImages } from './tintype-image.ts';
 import { TEST_LEASE_ENV } from '../lib/leases.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
@@ -40,10 +40,10 @@ function sourceReads(name: string): boolean {
 
 interface Container { deployment: string; container: any; pod: any }
 
-/** The containers of the Deployments that run `image`, the chart's tintype image. */
-function tintypeContainers(objects: K8sObject[], image: string): Container[] {
+/** The containers of the Deployments that run one of `images`, the chart's tintype images. */
+function tintypeContainers(objects: K8sObject[], images: Map<string, string>): Container[] {
   return objects.flatMap((o: any) => o.kind !== 'Deployment' ? [] :
-    o.spec.template.spec.containers.filter((c: any) => c.image === image).map((c: any) => ({ deployment: o.metadata.name, container: c, pod: o.spec.template.spec })));
+    o.spec.template.spec.containers.filter((c: any) => images.has(c.image)).map((c: any) => ({ deployment: o.metadata.name, container: c, pod: o.spec.template.spec })));
 }
 
 /** The container's environment as the kubelet gives it: Secrets and field references resolved. */
@@ -66,7 +66,7 @@ function resolvedEnv(c: any, objects: K8sObject[]): Record<string, string> {
 for (const values of CI_VALUES) {
   t.test(`${values}: every variable is one the code reads, with a value it accepts`, async (t) => {
     const objects = await render(values);
-    const containers = tintypeContainers(objects, tintypeImage(values));
+    const containers = tintypeContainers(objects, tintypeImages(values));
     t.ok(containers.length >= 3);
     for (const { deployment, container } of containers) {
       for (const e of container.env ?? []) {
@@ -89,7 +89,7 @@ for (const values of CI_VALUES) {
     // controller serves its admin port only. Metrics, probes (and policy's usage report) are on
     // the admin port, never on the port Envoy and the renderers call.
     const defaults: Record<string, [number | undefined, number]> = { policy: [8081, 9081], renderer: [8082, 9082], guard: [3128, 9128], controller: [undefined, 9083] };
-    for (const { deployment, container } of tintypeContainers(objects, tintypeImage(values))) {
+    for (const { deployment, container } of tintypeContainers(objects, tintypeImages(values))) {
       const role = container.args[0] as string;
       t.equal(container.args.length, 1, `${deployment}: tintype ${role}`);
       // Envoy's drain helper listens on nothing: it calls Envoy's admin API on loopback.
@@ -111,7 +111,7 @@ for (const values of CI_VALUES) {
       t.ok(selected.length > 0, `${deployment}: a Service selects it`);
       for (const s of selected) for (const sp of s.spec.ports) t.ok(named(sp.targetPort) !== undefined, `${s.metadata.name}: targetPort ${sp.targetPort} is a port of ${deployment}`);
     }
-    const renderer = tintypeContainers(objects, tintypeImage(values)).find((c) => c.container.args[0] === 'renderer')!;
+    const renderer = tintypeContainers(objects, tintypeImages(values)).find((c) => c.container.args[0] === 'renderer')!;
     const env = resolvedEnv(renderer.container, objects);
     const serviceUrl = (u: string) => {
       const url = new URL(u);
@@ -133,7 +133,7 @@ t.test('the check would catch a misspelt variable', async (t) => {
 
 t.test('numbers reach the roles as the whole numbers they were given, large ones included', async (t) => {
   const objects = await render('operator-scaling-values.yaml', ['--set', 'renderBudgetMs=600000,renderer.maxOutputBytes=1073741824,renderer.recycleAfterRenders=1000000,guard.maxTunnels=1000000']);
-  const byRole = new Map(tintypeContainers(objects, tintypeImage('operator-scaling-values.yaml')).map((c) => [c.container.args[0], loadConfig(resolvedEnv(c.container, objects))]));
+  const byRole = new Map(tintypeContainers(objects, tintypeImages('operator-scaling-values.yaml')).map((c) => [c.container.args[0], loadConfig(resolvedEnv(c.container, objects))]));
   t.equal(byRole.get('renderer')!.renderTimeoutMs, 600000);
   t.equal(byRole.get('renderer')!.maxOutputBytes, 1073741824);
   t.equal(byRole.get('renderer')!.recycleAfterRenders, 1000000);

@@ -42,7 +42,7 @@ import t from 'tap';
 import { NAMESPACE, ROOT, render, type K8sObject } from '../helm.ts';
 import { allowed, type Endpoint } from './network-policy-eval.ts';
 import { createPodNet, podNetAddresses, type Path, type PodNet } from './wiring/pod-net.ts';
-import { imageConfig, tintypeImage } from './tintype-image.ts';
+import { tintypeImageConfigs } from './tintype-image.ts';
 import { podPlans, projectConfigMaps, containerEnv, type PodPlan } from './wiring/pods.ts';
 import { browserContainerArgv, compileLauncher, emptyDirFor, mountLines, PROBE, type VolumeMount } from './wiring/browser-container.ts';
 import { processTree } from '../../renderer/browser/process-tree.ts';
@@ -422,9 +422,9 @@ t.before(async () => {
     '',
   ].join('\n'));
   objects = await render('default-values.yaml', ['-f', values]);
-  const image = { name: tintypeImage('default-values.yaml', ['-f', values]), config: imageConfig(path.join(ROOT, 'Dockerfile')) };
-  plans = podPlans(objects, image, (d) => ({ namespace: NAMESPACE, podName: `${d}-0`, podIP: '' }));
-  nextPlans = podPlans(objects, image, (d) => ({ namespace: NAMESPACE, podName: `${d}-1`, podIP: '' }));
+  const images = tintypeImageConfigs(path.join(ROOT, 'Dockerfile'), 'default-values.yaml', ['-f', values]);
+  plans = podPlans(objects, images, (d) => ({ namespace: NAMESPACE, podName: `${d}-0`, podIP: '' }));
+  nextPlans = podPlans(objects, images, (d) => ({ namespace: NAMESPACE, podName: `${d}-1`, podIP: '' }));
 
   // The pods: each Deployment's, and the two backends'.
   Object.assign(podLabels, Object.fromEntries(plans.map((p) => [p.component, p.labels])), {

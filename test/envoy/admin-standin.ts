@@ -1,20 +1,24 @@
 /**
  * Envoy cannot run here: this stands in for the part of it a drain talks to, as Envoy's admin
- * documentation describes it (operations/admin "drain_listeners", arch_overview "Draining", the
- * --drain-time-s and --drain-strategy options):
+ * documentation describes it (operations/admin "drain_listeners", "healthcheck/fail" and "ready",
+ * arch_overview "Draining", the --drain-time-s and --drain-strategy options):
+ * - `POST /healthcheck/fail`: the server fails its health checks: `GET /ready` answers 503
+ *   `DRAINING` (200 `LIVE` before), and a listener of the default drain type drain-closes: every
+ *   HTTP/1 answer carries `connection: close`. Serving goes on.
  * - `POST /drain_listeners?graceful`: a graceful drain for the drain time. With the `immediate`
  *   strategy every request is discouraged from the start: HTTP/1 answers carry `connection: close`
  *   (HTTP/2 would get GOAWAY). New connections are still accepted until the drain time is over;
  *   then the listeners close and, without `skip_exit`, Envoy exits. Without `graceful`, the
  *   listeners stop at once. Any method but POST is refused (405), as Envoy's mutating endpoints.
  * - `GET /stats?filter=<regex>`: `name: value` lines of the stats whose names match; here the
- *   public listener's requests in flight, `http.public.downstream_rq_active`.
+ *   public listener's requests in flight, `http.public.downstream_rq_active`, and open
+ *   connections, `http.public.downstream_cx_active`.
  * - SIGTERM (`terminate()`): Envoy exits at once, resetting whatever is in flight.
  * Its public listener answers `GET /?ms=N` with 200 after N ms, as an upstream would.
  */
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { ACTIVE_REQUESTS_STAT } from '../../envoy/drain.ts';
+import { ACTIVE_REQUESTS_STAT, OPEN_CONNECTIONS_STAT } from '../../envoy/drain.ts';
 
 export interface EnvoyStandIn {
   publicPort: number;
@@ -22,8 +26,12 @@ export interface EnvoyStandIn {
   /** Requests answered, and requests cut by termination. */
   answered: number;
   cut: number;
-  /** When the graceful drain began (undefined: never). */
+  /** When the graceful drain began, and when health checks began to fail (undefined: never). */
   drainStartedAt: number | undefined;
+  unreadyAt: number | undefined;
+  /** Whether it exited by itself at the end of a graceful drain's time. */
+  exitedByItself: boolean;
+  openConnections(): number;
   inFlight(): number;
   /** SIGTERM: exits at once. */
   terminate(): void;
@@ -42,7 +50,7 @@ export async function startEnvoyStandIn(drainTimeMs: number): Promise<EnvoyStand
       active--;
       s.answered++;
       // The immediate strategy: from the drain's start every answer asks the client to leave.
-      if (draining) res.setHeader('connection', 'close');
+      if (draining || s.unreadyAt !== undefined) res.setHeader('connection', 'close');
       res.end('ok');
     }, ms);
     res.once('close', () => {
@@ -77,16 +85,28 @@ export async function startEnvoyStandIn(drainTimeMs: number): Promise<EnvoyStand
         if (!draining) {
           draining = true;
           s.drainStartedAt = Date.now();
-          setTimeout(() => (url.searchParams.has('skip_exit') ? pub.close() : exit()), drainTimeMs);
+          setTimeout(() => {
+            if (url.searchParams.has('skip_exit')) return void pub.close();
+            if (!exited) s.exitedByItself = true;
+            exit();
+          }, drainTimeMs);
         }
       } else {
         pub.close();
       }
       return res.end('OK\n');
     }
+    if (url.pathname === '/healthcheck/fail') {
+      if (req.method !== 'POST') return res.writeHead(405).end('This endpoint requires POST\n');
+      s.unreadyAt ??= Date.now();
+      return res.end('OK\n');
+    }
+    if (url.pathname === '/ready' && req.method === 'GET') {
+      return s.unreadyAt === undefined && !draining ? res.end('LIVE\n') : res.writeHead(503).end('DRAINING\n');
+    }
     if (url.pathname === '/stats' && req.method === 'GET') {
       const filter = new RegExp(url.searchParams.get('filter') ?? '');
-      const stats: Record<string, number> = { [ACTIVE_REQUESTS_STAT]: active, 'listener_manager.total_listeners_draining': draining ? 1 : 0 };
+      const stats: Record<string, number> = { [ACTIVE_REQUESTS_STAT]: active, [OPEN_CONNECTIONS_STAT]: sockets.size, 'listener_manager.total_listeners_draining': draining ? 1 : 0 };
       return res.end(Object.entries(stats).filter(([k]) => filter.test(k)).map(([k, v]) => `${k}: ${v}\n`).join(''));
     }
     res.writeHead(404).end();
@@ -99,7 +119,10 @@ export async function startEnvoyStandIn(drainTimeMs: number): Promise<EnvoyStand
     answered: 0,
     cut: 0,
     drainStartedAt: undefined,
+    unreadyAt: undefined,
+    exitedByItself: false,
     inFlight: () => active,
+    openConnections: () => sockets.size,
     terminate: exit,
     closed,
   };

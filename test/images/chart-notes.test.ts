@@ -14,17 +14,28 @@ async function notes(set: string[]): Promise<string> {
   return r.stdout.slice(r.stdout.indexOf('NOTES:'));
 }
 
-t.test('no digest: both images named in a warning', async (t) => {
-  t.match(await notes([]), /^WARNING: image\.digest and renderer\.browser\.image\.digest unset: pods run\nthat image by its tag alone/m);
+const IMAGE_DIGESTS = ['policy.image.digest', 'guard.image.digest', 'renderer.image.digest', 'renderer.browser.image.digest', 'envoy.drain.image.digest'];
+
+t.test('no digest: every image named in one warning, by its value', async (t) => {
+  t.match(await notes([]), new RegExp(`^WARNING: ${IMAGE_DIGESTS.join(', ').replace(/\./g, '\\.')} unset:\npods run those images by their tags alone`, 'm'));
+  t.match(await notes(['controller.enabled=true']), /^WARNING: .*controller\.image\.digest/m, "the operator's image too when it runs");
 });
 
-t.test('one digest: the other image named', async (t) => {
-  t.match(await notes([`image.digest=${DIGEST}`]), /^WARNING: renderer\.browser\.image\.digest unset/m);
-  t.match(await notes([`renderer.browser.image.digest=${DIGEST}`]), /^WARNING: image\.digest unset/m);
+t.test('some digests: the others named', async (t) => {
+  const text = await notes([`policy.image.digest=${DIGEST}`, `renderer.browser.image.digest=${DIGEST}`]);
+  t.match(text, /^WARNING: guard\.image\.digest, renderer\.image\.digest, envoy\.drain\.image\.digest unset/m);
+  t.match(text, `policy and the migration Job: registry.example.com/tintype-core:0.1.0@${DIGEST}`);
 });
 
-t.test('both digests: no warning, the images by digest', async (t) => {
-  const text = await notes([`image.digest=${DIGEST}`, `renderer.browser.image.digest=${DIGEST}`]);
+t.test('every digest: no warning, the images by digest', async (t) => {
+  const text = await notes(IMAGE_DIGESTS.map((v) => `${v}=${DIGEST}`));
   t.notMatch(text, /WARNING: .*digest/);
-  t.match(text, `registry.example.com/tintype:0.1.0@${DIGEST}`);
+  for (const i of ['tintype-core', 'tintype-renderer', 'tintype-browser']) t.match(text, `registry.example.com/${i}:0.1.0@${DIGEST}`);
+});
+
+t.test('one image for every role (image.perRole false): image.digest pins it', async (t) => {
+  t.match(await notes(['image.perRole=false']), /^WARNING: image\.digest, renderer\.browser\.image\.digest unset/m);
+  const text = await notes(['image.perRole=false', `image.digest=${DIGEST}`, `renderer.browser.image.digest=${DIGEST}`]);
+  t.notMatch(text, /WARNING: .*digest/);
+  t.match(text, `the guard: registry.example.com/tintype:0.1.0@${DIGEST}`);
 });

@@ -44,50 +44,6 @@ replicas: {{ .replicas }}
 {{- end -}}
 {{- end -}}
 
-{{/*
-An image reference from .repository, .tag and .digest (by digest when one is given). With
-global.imageRegistry (an umbrella chart's mirror) the repository's registry is replaced by it, or
-put in front where the repository names none: every image of the release follows it.
-*/}}
-{{- define "tintype.imageRef" -}}
-{{- $repository := .repository -}}
-{{- with ((.root.Values.global | default dict).imageRegistry) -}}
-{{- $parts := splitList "/" $repository -}}
-{{- $first := first $parts -}}
-{{- if and (gt (len $parts) 1) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
-{{- $repository = join "/" (rest $parts) -}}
-{{- end -}}
-{{- $repository = printf "%s/%s" (trimSuffix "/" .) $repository -}}
-{{- end -}}
-{{- if .digest -}}
-{{- printf "%s:%s@%s" $repository .tag .digest -}}
-{{- else -}}
-{{- printf "%s:%s" $repository .tag -}}
-{{- end -}}
-{{- end -}}
-
-{{/* The tintype image (image.repository: required, tintype.validate). */}}
-{{- define "tintype.image" -}}
-{{- include "tintype.imageRef" (dict "root" . "repository" .Values.image.repository "tag" (default .Chart.AppVersion .Values.image.tag) "digest" .Values.image.digest) -}}
-{{- end -}}
-
-{{/*
-The browser container's image (Chromium, fonts, the launcher). Its repository and tag follow
-image.* (`<repository>-browser`, the same tag) unless set: the two images are built and pushed
-together; its digest is its own (another image).
-*/}}
-{{- define "tintype.browserImage" -}}
-{{- $i := .Values.renderer.browser.image -}}
-{{- $repository := default (printf "%s-browser" .Values.image.repository) $i.repository -}}
-{{- $tag := default (default .Chart.AppVersion .Values.image.tag) $i.tag -}}
-{{- include "tintype.imageRef" (dict "root" . "repository" $repository "tag" $tag "digest" $i.digest) -}}
-{{- end -}}
-
-{{- define "tintype.envoyImage" -}}
-{{- $i := .Values.envoy.image -}}
-{{- include "tintype.imageRef" (dict "root" . "repository" $i.repository "tag" $i.tag "digest" $i.digest) -}}
-{{- end -}}
-
 {{/* A pod's imagePullSecrets: imagePullSecrets, then global.imagePullSecrets (names or {name: …}). */}}
 {{- define "tintype.imagePullSecrets" -}}
 {{- $names := list -}}
@@ -298,26 +254,6 @@ render with the keys to add, instead of pods that never start (charts/tintype/UP
 {{- end -}}
 
 {{/*
-The collector's host, port and scheme, from telemetry.otlpEndpoint (http[s]://host[:port]); without
-a port, the scheme's (80, 443).
-*/}}
-{{- define "tintype.collectorHost" -}}
-{{- (split ":" (urlParse .Values.telemetry.otlpEndpoint).host)._0 -}}
-{{- end -}}
-{{/* The traces URL, as the roles make it (lib/telemetry.ts): the endpoint is a base (a path kept), …/v1/traces used as is. */}}
-{{- define "tintype.collectorTracesUrl" -}}
-{{- $e := trimSuffix "/" .Values.telemetry.otlpEndpoint -}}
-{{- if hasSuffix "/v1/traces" $e }}{{ $e }}{{ else }}{{ printf "%s/v1/traces" $e }}{{ end -}}
-{{- end -}}
-{{- define "tintype.collectorTls" -}}
-{{- if eq (urlParse .Values.telemetry.otlpEndpoint).scheme "https" }}true{{ end -}}
-{{- end -}}
-{{- define "tintype.collectorPort" -}}
-{{- $port := (split ":" (urlParse .Values.telemetry.otlpEndpoint).host)._1 -}}
-{{- if $port }}{{ $port }}{{ else }}{{ ternary "443" "80" (eq (include "tintype.collectorTls" .) "true") }}{{ end -}}
-{{- end -}}
-
-{{/*
 A NetworkPolicy peer from a selector pair, as values.yaml documents them: an empty
 namespaceSelector ({}) means any namespace (it is always rendered, since a peer without one means
 the release's namespace only); an empty podSelector means every pod of those namespaces.
@@ -374,15 +310,6 @@ label anywhere in the cluster (docs/security.md).
     {{- range $dns.cidrs }}
     - ipBlock: { cidr: {{ . | quote }} }
     {{- end }}
-{{- end -}}
-
-{{/* Egress to the OpenTelemetry collector, when tracing is on: its pods, or its address ranges (one outside the cluster). */}}
-{{- define "tintype.collectorEgress" -}}
-{{- if .Values.telemetry.otlpEndpoint -}}
-- ports: [{ port: {{ include "tintype.collectorPort" . }}, protocol: TCP }]
-  to:
-    {{- include "tintype.peerOrCidrs" .Values.telemetry.collectorPeer | nindent 4 }}
-{{- end -}}
 {{- end -}}
 
 {{/* The memory limit of a renderer pod, in MiB: flatMiB + perSlotMiB × slots + shmMiB. */}}

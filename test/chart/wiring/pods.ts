@@ -87,25 +87,25 @@ export function containerEnv(c: any, objects: K8sObject[], fields: { namespace: 
 }
 
 /**
- * The first container of every Deployment of a render, as its pod would run it. A container of the
- * tintype image (`image.name`, the chart's image value) gets the image's ENV, ENTRYPOINT and CMD;
- * any other must give its command, as this test does not know its image.
+ * The first container of every Deployment of a render, as its pod would run it. A container of a
+ * tintype image (a name of `images`, as the chart's values give them) gets that image's ENV,
+ * ENTRYPOINT and CMD; any other must give its command, as this test does not know its image.
  */
-export function podPlans(objects: K8sObject[], image: { name: string; config: ImageConfig }, fields: (deployment: string) => { namespace: string; podName: string; podIP: string }): PodPlan[] {
+export function podPlans(objects: K8sObject[], images: Map<string, ImageConfig>, fields: (deployment: string) => { namespace: string; podName: string; podIP: string }): PodPlan[] {
   return objects.filter((o) => o.kind === 'Deployment').map((d: any) => {
     const pod = d.spec.template.spec;
     const c = pod.containers[0];
     const ports: Record<string, number> = Object.fromEntries((c.ports ?? []).map((p: any) => [p.name, p.containerPort]));
     const labels = d.spec.template.metadata.labels as Record<string, string>;
-    const isTintype = c.image === image.name;
-    if (!isTintype && c.command === undefined) throw new Error(`${d.metadata.name}: ${c.image} runs its image's entrypoint, which this test does not know`);
+    const config = images.get(c.image);
+    if (config === undefined && c.command === undefined) throw new Error(`${d.metadata.name}: ${c.image} runs its image's entrypoint, which this test does not know`);
     return {
       deployment: d.metadata.name,
       component: labels['app.kubernetes.io/component']!,
       labels,
-      argv: isTintype ? containerArgv(c, image.config) : [...c.command, ...(c.args ?? [])],
+      argv: config !== undefined ? containerArgv(c, config) : [...c.command, ...(c.args ?? [])],
       // The tintype image's ENV applies to its containers only.
-      env: { ...(isTintype ? image.config.env : {}), ...containerEnv(c, objects, fields(d.metadata.name)) },
+      env: { ...(config?.env ?? {}), ...containerEnv(c, objects, fields(d.metadata.name)) },
       ports,
       probe(kind) {
         const get = c[kind]?.httpGet;
