@@ -84,7 +84,16 @@ interface Thread {
   ending: boolean;
   /** Ends the thread when it stays idle (threads above the minimum only). */
   idle: NodeJS.Timeout | undefined;
+  /** Resolves once the thread is warm or has exited, whichever comes first. */
+  settled: Promise<void>;
 }
+
+/**
+ * How long stop() waits for a thread still warming up before it ends it. A thread is never
+ * terminated while it loads its modules: under a TypeScript loader (a checkout's `tintype
+ * start`) that has crashed the whole process in V8 (a failed internal check, SIGILL).
+ */
+const STOP_WARM_WAIT_MS = 10_000;
 
 const DEFAULT_ENTRY = sourceModule('./worker.ts', import.meta.url);
 
@@ -194,9 +203,9 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
       stdout: false,
       stderr: false,
     });
-    const thread: Thread = { worker, ready: false, job: undefined, ending: false, idle: undefined };
+    const thread: Thread = { worker, ready: false, job: undefined, ending: false, idle: undefined, settled: Promise.resolve() };
     threads.add(thread);
-    return new Promise<void>((resolveReady, rejectReady) => {
+    const warm = new Promise<void>((resolveReady, rejectReady) => {
       worker.on('message', (m: ThreadMessage) => {
         if (m.kind === 'ready') {
           thread.ready = true;
@@ -246,6 +255,8 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
         respawns.add(timer);
       });
     });
+    thread.settled = warm.catch(() => undefined);
+    return warm;
   }
 
   function overrun(job: Job): void {
@@ -290,6 +301,7 @@ export function createOgPool(options: OgPoolOptions = {}): OgPool {
       }
       // Cards already on a thread finish (each is bounded by its own time limit), then threads end.
       await Promise.all([...threads].map((t) => t.job?.done));
+      await Promise.all([...threads].map((t) => Promise.race([t.settled, new Promise((r) => setTimeout(r, STOP_WARM_WAIT_MS).unref())])));
       await Promise.all([...threads].map((t) => {
         clearTimeout(t.idle);
         t.ending = true;
