@@ -25,7 +25,7 @@ import { createLogger } from '../lib/log.ts';
 import { LEDGER_FIELD, LEDGER_GROUP, ledgerEvent, startLedgerSink, writeLedgerBatch } from '../policy/ledger/index.ts';
 import { openPostgresStore } from '../policy/store/postgres.ts';
 import type { UsageRecord } from '../policy/store/store.ts';
-import { percentile, printMachine, round2 } from './machine.ts';
+import { cpuSecondsOf, percentile, printMachine, round2 } from './machine.ts';
 
 const { values: opts } = parseArgs({
   args: process.argv.slice(3),
@@ -96,6 +96,13 @@ async function append(redis: Redis, stream: string, rs: readonly UsageRecord[]):
   }
 }
 
+/** Redis's own CPU seconds so far (INFO cpu). */
+async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const info = await redis.info('cpu');
+  const get = (k: string) => Number(new RegExp(`^${k}:([0-9.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return get('used_cpu_user') + get('used_cpu_sys');
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function sinkFigures(): Promise<Record<string, number>> {
@@ -116,10 +123,19 @@ async function sinkFigures(): Promise<Record<string, number>> {
       written += c.inserted;
       if (lags !== undefined) lags.push(...c.lagsMs);
     };
+    const redisCpu0 = await redisCpuSeconds(redis);
+    const cpu0 = process.cpuUsage();
     t0 = performance.now();
     const sinks = Array.from({ length: SINKS }, () => startLedgerSink({ redisUrl: REDIS_URL, databaseUrl: db.url, stream, logger: quiet, onCommit, blockMs: 100 }));
     while (written < EVENTS) await sleep(5);
     const sinkRowsPerS = EVENTS / ((performance.now() - t0) / 1000);
+    // CPU of the whole write: this process (the sinks), their PostgreSQL backends (opened by the
+    // sinks, so all their time is this phase's) and Redis (whole server: other users' share is noise).
+    const nodeCpu = process.cpuUsage(cpu0);
+    const backends = (await pool.query('SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()')).rows;
+    const pgCpuS = backends.reduce((sum, r) => sum + cpuSecondsOf(Number(r.pid)), 0);
+    const cpuS = (nodeCpu.user + nodeCpu.system) / 1e6 + pgCpuS + ((await redisCpuSeconds(redis)) - redisCpu0);
+    const cpuUsPerRow = (cpuS * 1e6) / EVENTS;
 
     // Lag at a steady rate, appended every 10 ms.
     lags = [];
@@ -147,9 +163,10 @@ async function sinkFigures(): Promise<Record<string, number>> {
     const expected = BASELINE_EVENTS + EVENTS + steady;
     if (Number(c.n) !== expected) throw new Error(`the ledger holds ${c.n} rows, not ${expected}`);
     console.log(`sink: ${round2(sinkRowsPerS)} rows/s with ${SINKS} sink(s) (${EVENTS} events); one record per transaction: ${round2(baselineRowsPerS)} rows/s`);
+    console.log(`sink CPU: ${round2(cpuUsPerRow)} µs a row (node ${round2((nodeCpu.user + nodeCpu.system) / EVENTS)}, PostgreSQL ${round2((pgCpuS * 1e6) / EVENTS)}, Redis the rest): ${round2(1e6 / cpuUsPerRow)} rows per CPU second`);
     console.log(`lag at ${RATE} events/s for ${SECONDS} s: p50 ${round2(lagP50)} ms, p99 ${round2(lagP99)} ms; duplicates after replaying the stream: ${Number(c.d)}`);
     return {
-      sink_rows_per_s: round2(sinkRowsPerS), baseline_rows_per_s: round2(baselineRowsPerS),
+      sink_rows_per_s: round2(sinkRowsPerS), sink_cpu_us_per_row: round2(cpuUsPerRow), sink_rows_per_cpu_s: round2(1e6 / cpuUsPerRow), baseline_rows_per_s: round2(baselineRowsPerS),
       sink_speedup: round2(sinkRowsPerS / baselineRowsPerS), sink_lag_p50_ms: round2(lagP50), sink_lag_p99_ms: round2(lagP99),
       duplicates_after_replay: Number(c.d),
     };
