@@ -13,8 +13,8 @@ export interface StreamEntry {
 
 type RawEntries = Array<[string, string[] | null]>;
 
-const entries = (raw: RawEntries | null | undefined): StreamEntry[] =>
-  (raw ?? []).filter((e): e is [string, string[]] => e[1] !== null).map(([id, fields]) => ({ id, fields }));
+/** An entry deleted while pending comes back without fields: kept, so it is refused and acknowledged, not held forever. */
+const entries = (raw: RawEntries | null | undefined): StreamEntry[] => (raw ?? []).map(([id, fields]) => ({ id, fields: fields ?? [] }));
 
 /** The value of `field` in an entry; undefined when the entry has none. */
 export function fieldOf(e: StreamEntry, field: string): string | undefined {
