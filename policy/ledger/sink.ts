@@ -1,9 +1,8 @@
 /**
  * The ledger sink (docs/operations.md "Ledger stream"): in each policy replica, reads the closed
  * leases' events from the Redis stream as consumers of one group (two by default, so one reads
- * while the other writes), writes them to PostgreSQL in
- * batches (write.ts: idempotent by lease, tallies counted for new records only), and acknowledges
- * them only after the batch committed. So:
+ * while the other writes), writes them to PostgreSQL in batches (write.ts: idempotent by lease,
+ * tallies counted for new records only), and acknowledges them only after the batch committed. So:
  * - a replica killed mid-batch loses nothing: its unacknowledged entries stay pending and another
  *   replica takes them over once idle for `claimIdleMs` (XAUTOCLAIM), writing again only what
  *   was not written;
