@@ -152,7 +152,11 @@ async function postgresHome(): Promise<Home> {
   // Bulk load only: foreign keys off for this session, no WAL for the ledger table.
   await c.query('SET session_replication_role = replica');
   await c.query(`SET maintenance_work_mem = '256MB'`);
-  await c.query('ALTER TABLE usage SET UNLOGGED');
+  // The ledger is partitioned by month (migration 8): the two months' partitions, without WAL.
+  for (const m of [BEFORE, MONTH]) {
+    const part = (await c.query('SELECT tintype_ledger_partition($1) AS p', [m])).rows[0].p as string;
+    await c.query(`ALTER TABLE ${part} SET UNLOGGED`);
+  }
   await c.query(`INSERT INTO api_keys SELECT format('key_%s', lpad(i::text, 12, '0')), 'h' || i, '', 'pro', 0, NULL FROM generate_series(0, ${KEYS - 1}) i`);
   const dialect: Dialect = { pad: (prefix, w, v) => `'${prefix}' || lpad((${v})::text, ${w}, '0')`, flag: (c) => `coalesce(${c}, false)` };
   const insert = async (from: number, to: number, month: string, prefix: string): Promise<void> => {

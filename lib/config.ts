@@ -78,6 +78,8 @@ export interface Config {
   leaseGraceMs: number;
   /** Days policy keeps egress audit records (docs/operations.md "Egress policy and audit"). */
   egressAuditDays: number;
+  /** Months of raw ledger records policy keeps (PostgreSQL); undefined keeps every month (docs/operations.md "Ledger retention"). */
+  ledgerMonths: number | undefined;
   /** Policy's Ed25519 private key that signs leases; unset on renderers (`tintype start` makes one). */
   leaseSigningKey: KeyObject | undefined;
   /** Ed25519 public keys that verify leases (rotation: several); what a renderer holds. */
@@ -295,6 +297,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     policyUsageOpen: oneOf(env, 'TINTYPE_POLICY_USAGE_OPEN', ['true', 'false'] as const, 'false') === 'true',
     leaseGraceMs: integer(env, 'TINTYPE_LEASE_GRACE_MS', 15_000, 0, 600_000),
     egressAuditDays: integer(env, 'TINTYPE_EGRESS_AUDIT_DAYS', 30, 1, 3_650),
+    ledgerMonths: raw(env, 'TINTYPE_LEDGER_MONTHS') === undefined ? undefined : integer(env, 'TINTYPE_LEDGER_MONTHS', 0, 1, 1_200),
     leaseSigningKey: signingKey(env, 'TINTYPE_LEASE_SIGNING_KEY'),
     leasePublicKeys: Object.freeze(publicKeys(env, 'TINTYPE_LEASE_PUBLIC_KEYS')),
     edgeMaxBufferedBytes: integer(env, 'TINTYPE_EDGE_MAX_BUFFERED_BYTES', DEFAULT_EDGE_MAX_BUFFERED_BYTES, MAX_BODY_BYTES, Number.MAX_SAFE_INTEGER),

@@ -27,6 +27,12 @@ export function monthOf(now: number): string {
   return `${String(d.getUTCFullYear()).padStart(4, '0')}-${String(d.getUTCMonth() + 1).padStart(2, '0')}`;
 }
 
+/** The `YYYY-MM` month `n` months after `month` (before it when `n` is negative). */
+export function addMonths(month: string, n: number): string {
+  const [y, m] = month.split('-').map(Number) as [number, number];
+  return monthOf(Date.UTC(y, m - 1 + n, 1));
+}
+
 /** First instant of the UTC month after the one holding `now`, ISO 8601 (spec Part 7 `resetsAt`). */
 export function nextMonthStart(now: number): string {
   const d = new Date(now);

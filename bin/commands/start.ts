@@ -16,6 +16,7 @@ import { Registry } from '../../lib/metrics.ts';
 import { startTelemetry } from '../../lib/telemetry.ts';
 import { systemClock } from '../../policy/calendar.ts';
 import { createPolicyServer } from '../../policy/server.ts';
+import { startLedgerUpkeep } from '../../policy/ledger/index.ts';
 import { USAGE_PATH, usageHandler } from '../../policy/usage-http.ts';
 import { EGRESS_PATH, egressHandler } from '../../policy/egress-report.ts';
 import { openUsageReader } from '../../policy/usage-reader.ts';
@@ -61,7 +62,7 @@ export const startCommand: Command = {
   help: helpText({
     synopsis: ['tintype start'],
     about: 'The whole service in one process: the edge on PORT (8080), policy, the renderer and its guard on loopback; metrics, probes and the usage report (GET /usage) on the admin port (TINTYPE_ADMIN_PORT, 127.0.0.1:9080). State and cache in TINTYPE_DATA_DIR. SIGTERM or Ctrl-C lets renders in flight finish, then stops.',
-    settings: ['PORT', 'TINTYPE_ADMIN_PORT', 'DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_PLANS', 'REDIS_URL', 'TINTYPE_CACHE_MAX_BYTES', 'CHROMIUM_PATH', 'TINTYPE_SLOTS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_MAX_OUTPUT_BYTES', 'TINTYPE_RECYCLE_AFTER_RENDERS', 'TINTYPE_BROWSER_MAX_RSS_MB', 'TINTYPE_ISOLATION', 'TINTYPE_OG_THREADS', 'TINTYPE_OG_QUEUE', 'TINTYPE_LEASE_GRACE_MS', 'TINTYPE_EGRESS_AUDIT_DAYS', 'TINTYPE_LEASE_SIGNING_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'GUARD_SOCKET', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
+    settings: ['PORT', 'TINTYPE_ADMIN_PORT', 'DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_PLANS', 'REDIS_URL', 'TINTYPE_CACHE_MAX_BYTES', 'CHROMIUM_PATH', 'TINTYPE_SLOTS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_MAX_OUTPUT_BYTES', 'TINTYPE_RECYCLE_AFTER_RENDERS', 'TINTYPE_BROWSER_MAX_RSS_MB', 'TINTYPE_ISOLATION', 'TINTYPE_OG_THREADS', 'TINTYPE_OG_QUEUE', 'TINTYPE_LEASE_GRACE_MS', 'TINTYPE_EGRESS_AUDIT_DAYS', 'TINTYPE_LEDGER_MONTHS', 'TINTYPE_LEASE_SIGNING_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'GUARD_SOCKET', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
     const config = loadConfig();
@@ -86,6 +87,10 @@ export const startCommand: Command = {
 
     try {
       await parts.start(policy);
+      // On PostgreSQL, the ledger's months made ahead and kept (docs/operations.md "Ledger retention").
+      if (config.databaseUrl !== undefined) {
+        parts.add(startLedgerUpkeep({ databaseUrl: config.databaseUrl, logger: createLogger('policy', { level: config.logLevel }), keepMonths: config.ledgerMonths }));
+      }
       ports.add(policy.address().port);
       ports.add(policy.settleAddress().port);
       // The renderer exactly as `tintype renderer` builds it, with three differences: it listens

@@ -6,6 +6,7 @@
  * and only inserts a new lease), so no two transactions can wait on each other in a cycle.
  */
 import { EGRESS_PG_MIGRATION } from './egress-schema.ts';
+import { LEDGER_PG_MIGRATION } from './ledger-schema.ts';
 
 export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   {
@@ -292,4 +293,5 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
     sql: 'ALTER TABLE leases ADD COLUMN IF NOT EXISTS claimed BOOLEAN NOT NULL DEFAULT FALSE;',
   },
   EGRESS_PG_MIGRATION,
+  LEDGER_PG_MIGRATION,
 ];

@@ -6,6 +6,7 @@
 import pg from 'pg';
 import { PG_MIGRATIONS } from './postgres-schema.ts';
 import { postgresEgress } from './egress-postgres.ts';
+import { prepareLedgerMonths } from '../ledger/partitions.ts';
 import type { ClaimResult } from '../../lib/policy-contract.ts';
 import {
   CLOSED_LEASE_MEMORY_MS,
@@ -88,6 +89,8 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
           await q(m.sql);
           await q('INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)', [m.version, Date.now()]);
         }
+        // The ledger's months to come, made here with the migrating role's rights (docs/operations.md "Ledger retention").
+        await prepareLedgerMonths({ query: q }, Date.now());
         await q('COMMIT');
       } catch (err) {
         await c.query('ROLLBACK').catch(() => {});

@@ -12,6 +12,7 @@ t.test('defaults follow docs/operations.md "Settings"', async (t) => {
   t.equal(c.isolation, 'netns');
   t.equal(c.chromiumUid, 10_999);
   t.equal(c.databaseUrl, undefined);
+  t.equal(c.ledgerMonths, undefined, 'every ledger month kept');
   t.same(c.guardAllowCidrs, []);
   t.ok(Object.isFrozen(c));
 });
@@ -26,6 +27,8 @@ t.test('bad values stop with a message naming the variable', async (t) => {
     ['database url not postgres', { DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
     ['redis url garbage', { REDIS_URL: 'not a url' }, /REDIS_URL/],
     ['chromium uid root', { TINTYPE_CHROMIUM_UID: '0' }, /TINTYPE_CHROMIUM_UID/],
+    ['ledger months zero', { TINTYPE_LEDGER_MONTHS: '0' }, /TINTYPE_LEDGER_MONTHS must be a whole number from 1/],
+    ['ledger months not a number', { TINTYPE_LEDGER_MONTHS: 'a year' }, /TINTYPE_LEDGER_MONTHS/],
   ];
   for (const [name, env, message] of rows) {
     t.throws(() => loadConfig(env), message, name);
@@ -36,6 +39,7 @@ t.test('bad values stop with a message naming the variable', async (t) => {
 t.test('limit boundaries', async (t) => {
   t.equal(loadConfig({ TINTYPE_SLOTS: '1' }).slots, 1);
   t.equal(loadConfig({ TINTYPE_SLOTS: '64' }).slots, 64);
+  t.equal(loadConfig({ TINTYPE_LEDGER_MONTHS: '13' }).ledgerMonths, 13);
   t.same(loadConfig({ GUARD_ALLOW_CIDRS: '10.0.0.0/8, 192.0.2.0/24' }).guardAllowCidrs, ['10.0.0.0/8', '192.0.2.0/24']);
 });
 
