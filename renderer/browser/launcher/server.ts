@@ -143,20 +143,22 @@ class Session {
     socket.on('error', () => this.end('renderer connection failed'));
     socket.on('close', () => this.end('renderer disconnected'));
     const timer = setTimeout(() => this.refuse('no launch request in time'), REQUEST_TIMEOUT_MS);
-    const splitter = new FrameSplitter();
+    const splitter = new FrameSplitter(MAX_REQUEST_BYTES);
     const onData = (chunk: Buffer): void => {
       const end = chunk.indexOf(0);
-      if (end === -1) {
-        splitter.push(chunk);
-        if (splitter.held > MAX_REQUEST_BYTES) this.refuse('launch request too large');
+      let request: string | undefined;
+      try {
+        [request] = splitter.push(end === -1 ? chunk : chunk.subarray(0, end + 1));
+      } catch {
+        clearTimeout(timer);
+        this.refuse('launch request too large');
         return;
       }
+      if (end === -1) return;
       clearTimeout(timer);
       socket.off('data', onData);
       socket.pause();
-      const [request] = splitter.push(chunk.subarray(0, end + 1));
-      const rest = chunk.subarray(end + 1);
-      this.launch(request ?? '', rest);
+      this.launch(request ?? '', chunk.subarray(end + 1));
     };
     socket.on('data', onData);
   }
