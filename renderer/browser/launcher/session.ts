@@ -48,7 +48,6 @@ export interface SessionOptions extends SessionSettings {
   started(pid: number): void;
 }
 
-
 /** Answers with a refusal and closes. */
 export function refuse(socket: net.Socket, reason: string): void {
   socket.on('error', () => socket.destroy());
