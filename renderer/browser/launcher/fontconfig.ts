@@ -6,7 +6,7 @@
  * saw. This one keeps the system's directories, rules and caches, includes each system conf.d file
  * that names no user location by its own path, and drops every element that names one.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /** Where the system's configuration is. */
@@ -25,31 +25,46 @@ function userPlace(kind: string, attributes: string, place: string): boolean {
   return kind !== 'include' && !p.startsWith('/');
 }
 
-/** True when a configuration file's text names a user location anywhere. */
-export function namesUserPlace(text: string): boolean {
-  for (const m of text.matchAll(PLACE)) if (userPlace(m[1]!, m[2]!, m[3]!)) return true;
-  return false;
-}
+/** How deep includes are followed; a system's configuration nests two or three. */
+const MAX_DEPTH = 8;
 
-/** The system conf.d files fontconfig would read (`[0-9]*.conf`, in order) that name no user location. */
-function systemConfD(dir: string): string[] {
-  let names: string[];
+/** The files fontconfig reads for an include of `p`: the file, or a directory's `[0-9]*.conf` in order. */
+function filesOf(p: string): string[] {
   try {
-    names = readdirSync(dir);
+    if (!statSync(p).isDirectory()) return [p];
+    return readdirSync(p)
+      .filter((n) => /^[0-9].*\.conf$/.test(n))
+      .sort()
+      .map((n) => path.join(p, n));
   } catch {
-    return [];
+    return []; // missing: fontconfig skips it too (ignore_missing)
   }
-  return names
-    .filter((n) => /^[0-9].*\.conf$/.test(n))
-    .sort()
-    .map((n) => path.join(dir, n))
-    .filter(isSystemFile);
 }
 
 /**
- * The configuration: the system's fonts.conf with every user location dropped and its `conf.d`
- * include replaced by the system files it would read that name none. Without a system fonts.conf:
- * the system font directories and cache alone.
+ * True when the configuration file `p` names no user location, nor does any file it includes
+ * (followed to MAX_DEPTH; deeper counts as naming one, as does a file that cannot be read).
+ */
+function readsOnlySystem(p: string, systemDir: string, depth = 0): boolean {
+  if (depth > MAX_DEPTH) return false;
+  let text: string;
+  try {
+    text = readFileSync(p, 'utf8');
+  } catch {
+    return false;
+  }
+  for (const [, kind, attributes, place] of text.matchAll(PLACE) as Iterable<[string, string, string, string]>) {
+    if (userPlace(kind, attributes, place)) return false;
+    if (kind !== 'include') continue;
+    if (!filesOf(path.resolve(systemDir, place.trim())).every((f) => readsOnlySystem(f, systemDir, depth + 1))) return false;
+  }
+  return true;
+}
+
+/**
+ * The configuration: the system's fonts.conf with every element naming a user location dropped,
+ * and each include replaced by the files it would read, by full path, that name none (followed
+ * through their own includes). Without a system fonts.conf: the system font directories and cache.
  */
 export function systemOnlyFontsConfig(systemDir = SYSTEM_FONTS_DIR): string {
   let base: string;
@@ -59,25 +74,11 @@ export function systemOnlyFontsConfig(systemDir = SYSTEM_FONTS_DIR): string {
     base = '<?xml version="1.0"?>\n<fontconfig>\n<dir>/usr/share/fonts</dir>\n<cachedir>/var/cache/fontconfig</cachedir>\n</fontconfig>\n';
   }
   return base.replace(PLACE, (whole, kind: string, attributes: string, place: string) => {
-    const p = place.trim();
-    if (kind === 'include' && (p === 'conf.d' || p === path.join(systemDir, 'conf.d'))) {
-      return systemConfD(path.join(systemDir, 'conf.d'))
-        .map((f) => `<include ignore_missing="yes">${f}</include>`)
-        .join('\n\t');
-    }
     if (userPlace(kind, attributes, place)) return '';
     if (kind !== 'include') return whole;
-    // Named by its full path, and read only when it names no user location itself.
-    const full = path.resolve(systemDir, p);
-    return isSystemFile(full) ? `<include ignore_missing="yes">${full}</include>` : '';
+    return filesOf(path.resolve(systemDir, place.trim()))
+      .filter((f) => readsOnlySystem(f, systemDir))
+      .map((f) => `<include ignore_missing="yes">${f}</include>`)
+      .join('\n\t');
   });
-}
-
-/** True for a readable file that names no user location. */
-function isSystemFile(p: string): boolean {
-  try {
-    return !namesUserPlace(readFileSync(p, 'utf8'));
-  } catch {
-    return false;
-  }
 }

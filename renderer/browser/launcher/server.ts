@@ -118,17 +118,17 @@ export function createLauncher(options: LauncherOptions): Launcher {
 }
 
 /**
- * Resolves once a session process's browser is gone (it said so, or the process exited). The
- * Chromium it started goes with the process, however that ended: its group is killed on exit (a
- * session killed outright leaves it behind otherwise).
+ * Resolves once a session process's browser is gone (it said so, or the process exited). What it
+ * started goes with the process, however that ended: a session killed outright would leave its
+ * Chromium's group running and its directory behind, so both are ended here on its exit.
  */
 function watchSession(child: ChildProcess, log: LauncherLog): Promise<void> {
-  const chromium = new Set<number>();
+  let left: { pid: number; dir: string } | undefined;
   return new Promise<void>((resolve) => {
     child.on('message', (m: SessionMessage) => {
-      if ('started' in m && typeof m.started === 'number') chromium.add(m.started);
+      if ('started' in m) left = { pid: m.started, dir: m.dir };
       if ('ended' in m) {
-        chromium.clear(); // gone already: its pid may be another's by the time this process exits
+        left = undefined; // gone already: its pid may be another's by the time this process exits
         resolve();
       }
     });
@@ -137,7 +137,10 @@ function watchSession(child: ChildProcess, log: LauncherLog): Promise<void> {
       resolve();
     });
     child.once('exit', () => {
-      for (const pid of chromium) killGroup(pid);
+      if (left !== undefined) {
+        killGroup(left.pid);
+        rmSync(left.dir, { recursive: true, force: true });
+      }
       resolve();
     });
   });

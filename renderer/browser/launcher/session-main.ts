@@ -25,7 +25,7 @@ const exit = (): void => process.exit(0);
 // The launcher stopping: the browser goes now (session.end kills its group).
 /** What the launcher is told on its channel (server.ts). */
 const tell = (message: SessionMessage): void => void process.send?.(message);
-const session = new Session(socket, { ...settings, env: process.env, log, started: (pid) => tell({ started: pid }) }, () => {
+const session = new Session(socket, { ...settings, env: process.env, log, started: (pid, dir) => tell({ started: pid, dir }) }, () => {
   // The browser is gone: it no longer counts against the launcher's bound, whatever the connection does.
   tell({ ended: true });
   if (closed) return exit();

@@ -27,7 +27,7 @@ const REQUEST_TIMEOUT_MS = 10_000;
 export type LauncherLog = (event: string, fields?: Record<string, unknown>) => void;
 
 /** What a session process tells the launcher: Chromium's pid once it started; that the browser is gone. */
-export type SessionMessage = { started: number } | { ended: true };
+export type SessionMessage = { started: number; dir: string } | { ended: true };
 
 /** What a session is started with: decided once by the launcher. */
 export interface SessionSettings {
@@ -44,8 +44,11 @@ export interface SessionOptions extends SessionSettings {
   /** Passed through to Chromium by the allow-list of environment.ts. */
   env: NodeJS.ProcessEnv;
   log: LauncherLog;
-  /** Told Chromium's pid once it started (its process group: the launcher kills it if this process is killed). */
-  started(pid: number): void;
+  /**
+   * Told Chromium's pid and its directory once it started: the launcher kills the group and
+   * removes the directory if this process is killed before it could.
+   */
+  started(pid: number, dir: string): void;
 }
 
 /** Answers with a refusal and closes. */
@@ -167,7 +170,7 @@ export class Session {
     const launched: Launched = sandbox.on ? { pid: child.pid, sandbox: true } : { pid: child.pid, sandbox: false, why: sandbox.why };
     this.socket.write(frame(JSON.stringify({ method: LAUNCHED, params: launched })));
     this.options.log('launcher.browser_started', { pid: child.pid, sandbox: sandbox.on });
-    this.options.started(child.pid);
+    this.options.started(child.pid, dir);
     if (rest.length > 0) toChromium.write(rest);
     forward(this.socket, toChromium, (c) => toChromium.write(c));
     forward(fromChromium, this.socket, (c) => this.fromChromium(c));

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import puppeteer, { type Browser } from 'puppeteer-core';
 import t from 'tap';
 import { findChromium } from '../../../renderer/browser/launcher/executable.ts';
+import { systemOnlyFontsConfig } from '../../../renderer/browser/launcher/fontconfig.ts';
 import { parseStat } from '../../../renderer/browser/launcher/proc.ts';
 import { browserSwitches } from '../../../renderer/browser/pod-isolation.ts';
 import { connectSocketBrowser, launcherReport, maxFrameBytes } from '../../../renderer/browser/socket-transport.ts';
@@ -122,6 +123,15 @@ t.test('a fonts.conf planted wherever a browser could write changes no later ren
   const fontconfig = environOf(secondPid)['FONTCONFIG_FILE'];
   await second.close();
 
+  // A session process killed outright (the kernel's OOM killer): its Chromium and directory still go.
+  const third = await open();
+  const thirdPid = launcherReport(third)!.pid;
+  const thirdDir = path.dirname(argOf(thirdPid, 'user-data-dir')!);
+  process.kill(parentOf(thirdPid), 'SIGKILL');
+  await until(() => !alive(thirdPid) && !existsSync(thirdDir));
+  t.pass('a killed session process leaves no Chromium and no directory behind');
+  await third.close().catch(() => {});
+
   // A browser's own HOME is writable by every browser (one uid): fontconfig must read nothing there.
   const chromium = (env: Record<string, string>) =>
     puppeteer.launch({ executablePath: findChromium(undefined), headless: true, args: process.getuid?.() === 0 ? ['--no-sandbox'] : [], env });
@@ -139,4 +149,26 @@ t.test('a fonts.conf planted wherever a browser could write changes no later ren
   } finally {
     await control.close();
   }
+});
+
+t.test("the fontconfig file keeps the system's directories and rules and drops every user location, however deeply included", async (t) => {
+  const etc = tempDir(t, 'tintype-fonts-etc-');
+  mkdirSync(path.join(etc, 'conf.d'));
+  const files: Record<string, string> = {
+    'fonts.conf': `<fontconfig><dir>/usr/share/fonts</dir><dir prefix="xdg">fonts</dir><dir>~/.fonts</dir>
+<match target="pattern"><test name="family"><string>mono</string></test><edit name="family"><string>monospace</string></edit></match>
+<include ignore_missing="yes">conf.d</include><cachedir>/var/cache/fontconfig</cachedir><cachedir prefix="xdg">fontconfig</cachedir><cachedir>~/.fontconfig</cachedir></fontconfig>`,
+    'conf.d/10-system.conf': '<fontconfig><match target="font"><edit name="antialias"><bool>true</bool></edit></match></fontconfig>',
+    'conf.d/50-user.conf': '<fontconfig><include ignore_missing="yes" prefix="xdg">fontconfig/fonts.conf</include><include ignore_missing="yes">~/.fonts.conf</include></fontconfig>',
+    'conf.d/51-local.conf': '<fontconfig><include ignore_missing="yes">local.conf</include></fontconfig>',
+    'conf.d/README': '<fontconfig><include>~/.anything</include></fontconfig>',
+    'local.conf': '<fontconfig><include ignore_missing="yes">~/.config/more.conf</include></fontconfig>',
+  };
+  for (const [name, text] of Object.entries(files)) writeFileSync(path.join(etc, name), text);
+  const conf = systemOnlyFontsConfig(etc);
+  t.match(conf, '<dir>/usr/share/fonts</dir>', "the system's font directory");
+  t.match(conf, '<cachedir>/var/cache/fontconfig</cachedir>', "the system's cache");
+  t.match(conf, '<string>monospace</string>', "the system's own rules");
+  t.match(conf, `<include ignore_missing="yes">${path.join(etc, 'conf.d/10-system.conf')}</include>`, 'a system conf.d file, by its full path');
+  t.notMatch(conf, /xdg|~|50-user|51-local|README|>conf\.d</, 'no user location, no file that names one (directly or through local.conf), nothing conf.d would not read');
 });

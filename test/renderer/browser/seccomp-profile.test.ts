@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { browserSwitches } from '../../../renderer/browser/pod-isolation.ts';
 import { connectSocketBrowser, maxFrameBytes } from '../../../renderer/browser/socket-transport.ts';
-import { tempDir, until } from './helpers.ts';
+import { tempDir, until, type Teardowns } from './helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const PROFILE = JSON.parse(readFileSync(path.join(ROOT, 'charts/tintype/files/seccomp/tintype-chromium.json'), 'utf8')) as Profile;
@@ -56,7 +56,7 @@ function rules(profile: Profile): string {
 }
 
 /** seccomp-run built for this test, and the profile's lines beside it. */
-function build(t: Tap.Test): { run: string; lines: string } {
+function build(t: Teardowns): { run: string; lines: string } {
   const dir = tempDir(t, 'tintype-seccomp-');
   chmodSync(dir, 0o755); // read by the user the launcher runs as
   const run = path.join(dir, 'seccomp-run');
