@@ -6,7 +6,7 @@
  */
 import net from 'node:net';
 import puppeteer, { type Browser, type ConnectionTransport } from 'puppeteer-core';
-import { frame, FrameSplitter, FrameTooLarge, LAUNCHED, MEMORY, REFUSED, type Launched, type LaunchRequest } from './launcher/framing.ts';
+import { frame, FrameSplitter, LAUNCHED, MEMORY, REFUSED, type Launched, type LaunchRequest } from './launcher/framing.ts';
 
 const LAUNCH_TIMEOUT_MS = 30_000;
 /** Room in a frame beyond its base64 payload: the JSON around a screenshot's data. */
@@ -78,8 +78,8 @@ class SocketTransport implements ConnectionTransport {
       let messages: string[];
       try {
         messages = splitter.push(chunk);
-      } catch (err) {
-        if (!(err instanceof FrameTooLarge)) throw err;
+      } catch {
+        // FrameTooLarge, the splitter's one failure: nothing after it can be trusted.
         this.oversized = true;
         socket.destroy();
         return;

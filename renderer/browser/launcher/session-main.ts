@@ -22,7 +22,6 @@ const socket = new net.Socket({ fd: CONNECTION_FD, readable: true, writable: tru
 let closed = false;
 socket.once('close', () => (closed = true));
 const exit = (): void => process.exit(0);
-// The launcher stopping: the browser goes now (session.end kills its group).
 /** What the launcher is told on its channel (server.ts). */
 const tell = (message: SessionMessage): void => void process.send?.(message);
 const session = new Session(socket, { ...settings, env: process.env, log, started: (pid, dir) => tell({ started: pid, dir }) }, () => {
@@ -32,5 +31,6 @@ const session = new Session(socket, { ...settings, env: process.env, log, starte
   socket.once('close', exit);
   setTimeout(exit, LINGER_MS).unref();
 });
+// The launcher stopping: the browser goes now (session.end kills its group).
 process.on('SIGTERM', () => session.end('launcher stopping'));
 process.on('SIGINT', () => session.end('launcher stopping'));
