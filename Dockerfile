@@ -140,7 +140,10 @@ RUN --mount=type=cache,target=/var/cache/apt \
     CHROMIUM_VERSION="${CHROMIUM_VERSION}" /tmp/scripts/images/install-chromium.sh /tmp/scripts/apt-packages.txt \
  && useradd --uid 10002 --user-group --home-dir /tmp --no-create-home --shell /usr/sbin/nologin browser
 COPY --from=build /build/dist/renderer/browser/launcher /app/launcher
-ENV HOME=/tmp
+# Chromium's fontconfig file (renderer/browser/launcher/fontconfig.ts): the system's, with no user
+# location, owned by root: read-only to the browser's uid (docs/security.md "The browser container").
+RUN node -e "import('/app/launcher/fontconfig.js').then((m) => process.stdout.write(m.systemOnlyFontsConfig()))" > /etc/fonts/tintype-browser.conf
+ENV HOME=/tmp TINTYPE_BROWSER_FONTCONFIG=/etc/fonts/tintype-browser.conf
 # The launcher is PID 1's only child: tini reaps what a killed Chromium leaves.
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/launcher/main.js"]
 CMD []

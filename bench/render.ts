@@ -276,7 +276,7 @@ async function profilePhases(): Promise<void> {
   const pool = createBrowserPool({
     config: {
       chromiumPath: CHROMIUM, slots: SLOTS, renderTimeoutMs: 30_000, recycleAfterRenders: 100_000,
-      browserMaxRssMb: 8_192, isolation: 'netns', guardAllowCidrs: [],
+      browserMaxRssMb: 8_192, isolation: 'netns', guardAllowCidrs: [], maxOutputBytes: 1_073_741_824,
     },
     logger,
     guard: { socketPath, takeTally: (token) => guard.settledTally(token) },

@@ -38,7 +38,7 @@ export function launchOptions(options: {
     headless: isHeadlessShell(options.executable) ? 'shell' : true,
     args: chromiumArgs({ refuseProxy: options.refuseProxy, noSandbox: options.noSandbox }),
     // Nothing of the renderer's environment: its variables name its databases and secrets.
-    env: chromiumEnvironment(process.env, options.home),
+    env: chromiumEnvironment(process.env, { home: options.home }),
     ...(options.userDataDir !== undefined ? { userDataDir: options.userDataDir } : {}),
     defaultViewport: null,
     handleSIGINT: false,

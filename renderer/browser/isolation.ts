@@ -51,7 +51,7 @@ export interface BrowserIsolation {
 
 /** What an isolation is made from. */
 export interface IsolationOptions {
-  config: Pick<Config, 'chromiumPath'> & Partial<Pick<Config, 'chromiumUid' | 'browserSocket'>>;
+  config: Pick<Config, 'chromiumPath' | 'maxOutputBytes'> & Partial<Pick<Config, 'chromiumUid' | 'browserSocket'>>;
   guard: GuardEndpoint;
   /** How pod isolation resolves the guard's name (guard-pins.ts); the system resolver by default. */
   guardLookup?: LookupAll;

@@ -27,7 +27,7 @@ import { guardRoute, type GuardRoute } from './guard-pins.ts';
 import type { BrowserIsolation, IsolatedBrowser, IsolationOptions } from './isolation.ts';
 import type { SandboxVerdict } from './launcher/sandbox.ts';
 import { startRelays, type RelaySet } from './relay-set.ts';
-import { connectSocketBrowser } from './socket-transport.ts';
+import { connectSocketBrowser, maxFrameBytes } from './socket-transport.ts';
 
 /** How long the renderer waits for a launcher to listen (its own, or the browser container's). */
 const LAUNCHER_READY_TIMEOUT_MS = 60_000;
@@ -87,7 +87,7 @@ class PodIsolation implements BrowserIsolation {
     // context, so a replacement preparing its lanes never renames an old browser's render.
     const relays = await pinnedRelays(this.options.lanes, this.route!);
     try {
-      const connected = await connectSocketBrowser(this.socketPath, browserSwitches(relays.refuseAddress));
+      const connected = await connectSocketBrowser(this.socketPath, browserSwitches(relays.refuseAddress), maxFrameBytes(this.options.config.maxOutputBytes));
       const { sandbox, why } = connected.launched;
       this.noteSandbox(sandbox ? { on: true } : { on: false, why: why ?? 'the launcher gave no reason' });
       return {

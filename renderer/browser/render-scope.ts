@@ -11,6 +11,7 @@ import { untilAborted, withTimeout } from './bounded-wait.ts';
 import { INSTANCE_GONE, type HeldLane } from './instance.ts';
 import type { PreparedPage } from './prepared-page.ts';
 import { RenderNotOpened } from './guard-endpoint.ts';
+import { droppedForSize } from './socket-transport.ts';
 import type { EgressAuditSink, RenderContext, RenderJob } from './types.ts';
 
 /** How long a page that failed its render has to prove it is still alive. */
@@ -46,6 +47,8 @@ export class RenderScope {
   private readonly span: Span = tracer.startSpan('browser.context');
   private readonly total = emptyTally();
   private token: string | undefined;
+  /** The instance the render entered. */
+  private held: HeldLane['instance'] | undefined;
   /** The lease the render's token was opened with at the guard; its decisions are recorded. */
   private lease: string | undefined;
   /** Whether the whole tally was read (finalTally): nothing of the audit is left at the guard. */
@@ -81,7 +84,8 @@ export class RenderScope {
   enter(held: HeldLane): PreparedPage {
     const { instance, lane } = held;
     this.span.setAttributes({ 'tintype.prepared': held.prepared, 'tintype.browser.generation': instance.generation });
-    const fail = (): void => this.control.abort(new ServiceError('render_failed'));
+    this.held = instance;
+    const fail = (): void => this.control.abort(this.browserFailure());
     const page = lane.page!;
     this.unhooks.push(instance.onDeath(fail));
     // The page's renderer process crashed (or the page closed itself): nothing more will come.
@@ -132,9 +136,19 @@ export class RenderScope {
           () => false,
         ),
       );
-      if (!alive) throw new ServiceError('render_failed');
+      if (!alive) throw this.browserFailure();
       throw err;
     }
+  }
+
+  /**
+   * The render's answer when its browser or page is gone: render_failed, or render_too_large when
+   * the browser's connection was dropped for a frame past its bound (socket-transport.ts): a frame
+   * that long carries output past the maximum (spec Part 7).
+   */
+  private browserFailure(): ServiceError {
+    const browser = this.held?.browser;
+    return new ServiceError(browser !== undefined && droppedForSize(browser) ? 'render_too_large' : 'render_failed');
   }
 
   /** The render's whole tally, read once its lane is cut; guard_unverified when the guard cannot answer. */

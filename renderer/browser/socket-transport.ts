@@ -9,6 +9,17 @@ import puppeteer, { type Browser, type ConnectionTransport } from 'puppeteer-cor
 import { frame, FrameSplitter, LAUNCHED, MEMORY, REFUSED, type Launched, type LaunchRequest } from './launcher/framing.ts';
 
 const LAUNCH_TIMEOUT_MS = 30_000;
+/** Room in a frame beyond its base64 payload: the JSON around a screenshot's data. */
+const FRAME_ENVELOPE_BYTES = 1024 * 1024;
+
+/**
+ * The largest frame taken from the browser container: a screenshot of `maxOutputBytes` in base64,
+ * and its envelope. Past it the connection is dropped (docs/security.md "The browser container"):
+ * an unended frame is never held without bound, and its output would be refused anyway (spec Part 7).
+ */
+export function maxFrameBytes(maxOutputBytes: number): number {
+  return Math.ceil(maxOutputBytes / 3) * 4 + FRAME_ENVELOPE_BYTES;
+}
 
 /** A browser the launcher started for this connection. */
 export interface SocketBrowser {
@@ -20,10 +31,16 @@ export interface SocketBrowser {
 }
 
 const launchedBy = new WeakMap<Browser, Launched>();
+const transportOf = new WeakMap<Browser, SocketTransport>();
 
 /** What the launcher said of a browser it started (undefined for one puppeteer launched itself). */
 export function launcherReport(browser: Browser): Launched | undefined {
   return launchedBy.get(browser);
+}
+
+/** True once `browser`'s connection was dropped for a frame past its bound (its renders answer render_too_large). */
+export function droppedForSize(browser: Browser): boolean {
+  return transportOf.get(browser)?.oversized === true;
 }
 
 /** The launcher's frames, told apart from CDP's. */
@@ -44,6 +61,8 @@ function launcherFrame(message: string): { method: string; params: Record<string
 class SocketTransport implements ConnectionTransport {
   onclose?: () => void;
   memory = 0;
+  /** Set when a frame passed the bound and the connection was dropped for it. */
+  oversized = false;
   private receiver: ((message: string) => void) | undefined;
   /** CDP frames that arrived before puppeteer listened. */
   private queued: string[];
@@ -56,7 +75,16 @@ class SocketTransport implements ConnectionTransport {
     this.queued = [];
     for (const m of early) this.deliver(m);
     socket.on('data', (chunk: Buffer) => {
-      for (const m of splitter.push(chunk)) this.deliver(m);
+      let messages: string[];
+      try {
+        messages = splitter.push(chunk);
+      } catch {
+        // FrameTooLarge, the splitter's one failure: nothing after it can be trusted.
+        this.oversized = true;
+        socket.destroy();
+        return;
+      }
+      for (const m of messages) this.deliver(m);
     });
     socket.on('close', () => this.onclose?.call(null));
   }
@@ -90,10 +118,13 @@ class SocketTransport implements ConnectionTransport {
   }
 }
 
-/** Asks the launcher at `socketPath` for a browser with `args`, and connects puppeteer to it. */
-export async function connectSocketBrowser(socketPath: string, args: string[]): Promise<SocketBrowser> {
+/**
+ * Asks the launcher at `socketPath` for a browser with `args`, and connects puppeteer to it. A
+ * frame longer than `maxFrame` bytes drops the connection (before the launcher's answer too).
+ */
+export async function connectSocketBrowser(socketPath: string, args: string[], maxFrame: number): Promise<SocketBrowser> {
   const socket = net.connect({ path: socketPath });
-  const splitter = new FrameSplitter();
+  const splitter = new FrameSplitter(maxFrame);
   let launched: Launched;
   let early: string[];
   try {
@@ -105,7 +136,14 @@ export async function connectSocketBrowser(socketPath: string, args: string[]): 
         reject(err);
       };
       const onData = (chunk: Buffer): void => {
-        const [first, ...rest] = splitter.push(chunk);
+        let frames: string[];
+        try {
+          frames = splitter.push(chunk);
+        } catch {
+          fail(new Error('the browser launcher sent a frame past the bound'));
+          return;
+        }
+        const [first, ...rest] = frames;
         if (first === undefined) return;
         const own = launcherFrame(first);
         if (own?.method === LAUNCHED) {
@@ -137,6 +175,7 @@ export async function connectSocketBrowser(socketPath: string, args: string[]): 
   try {
     const browser = await puppeteer.connect({ transport, defaultViewport: null });
     launchedBy.set(browser, launched);
+    transportOf.set(browser, transport);
     return { browser, launched, memoryBytes: () => transport.memory };
   } catch (err) {
     socket.destroy();

@@ -96,7 +96,7 @@ export type LaunchBrowser = (options: LaunchOptions) => Promise<Browser>;
 export interface BrowserPoolOptions {
   config: Pick<
     Config,
-    'chromiumPath' | 'slots' | 'renderTimeoutMs' | 'recycleAfterRenders' | 'browserMaxRssMb' | 'isolation' | 'guardAllowCidrs'
+    'chromiumPath' | 'slots' | 'renderTimeoutMs' | 'recycleAfterRenders' | 'browserMaxRssMb' | 'isolation' | 'guardAllowCidrs' | 'maxOutputBytes'
   > &
     Partial<Pick<Config, 'chromiumUid' | 'browserSocket'>>;
   logger: Logger;

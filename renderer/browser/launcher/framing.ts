@@ -7,10 +7,22 @@
 /** The byte that ends a frame. */
 export const FRAME_END = 0;
 
-/** Splits a byte stream into frames; a frame may arrive in many chunks, or many in one. */
+/** Thrown by FrameSplitter.push when a frame passes its bound: the stream cannot be trusted after it. */
+export class FrameTooLarge extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`a frame passed ${maxBytes} bytes`);
+  }
+}
+
+/**
+ * Splits a byte stream into frames; a frame may arrive in many chunks, or many in one. A frame
+ * longer than `maxBytes` is never held whole: push throws FrameTooLarge once its bytes pass it.
+ */
 export class FrameSplitter {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
+
+  constructor(private readonly maxBytes = Number.POSITIVE_INFINITY) {}
 
   /** Bytes held of a frame not yet ended. */
   get held(): number {
@@ -23,6 +35,7 @@ export class FrameSplitter {
     let start = 0;
     let end = chunk.indexOf(FRAME_END);
     while (end !== -1) {
+      if (this.pendingBytes + end - start > this.maxBytes) throw new FrameTooLarge(this.maxBytes);
       const piece = chunk.subarray(start, end);
       if (this.pendingBytes > 0) {
         this.pending.push(piece);
@@ -36,6 +49,7 @@ export class FrameSplitter {
       end = chunk.indexOf(FRAME_END, start);
     }
     if (start < chunk.length) {
+      if (this.pendingBytes + chunk.length - start > this.maxBytes) throw new FrameTooLarge(this.maxBytes);
       // Copied: the caller's buffer may be reused.
       this.pending.push(Buffer.from(chunk.subarray(start)));
       this.pendingBytes += chunk.length - start;

@@ -5,11 +5,15 @@
  * and fonts, and nothing of the renderer (docs/architecture.md §3). Settings: TINTYPE_BROWSER_SOCKET
  * (the socket to make, required), CHROMIUM_PATH, TINTYPE_BROWSER_CONNECTIONS (browsers at once,
  * default 4), TINTYPE_BROWSER_MEMORY_REPORT_MS (default 2000), TMPDIR (profiles),
- * TINTYPE_BROWSER_STOP_WITH_STDIN=1 (a renderer's own child: stop when its stdin ends); no arguments.
+ * TINTYPE_BROWSER_FONTCONFIG (the fontconfig file Chromium reads: the image's, read-only; unset,
+ * one is written at start from the system's, fontconfig.ts), TINTYPE_BROWSER_STOP_WITH_STDIN=1 (a
+ * renderer's own child: stop when its stdin ends); no arguments.
  */
-import { accessSync, constants } from 'node:fs';
+import { accessSync, chmodSync, constants, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { findChromium } from './executable.ts';
+import { systemOnlyFontsConfig } from './fontconfig.ts';
 import { ownSandbox } from './sandbox.ts';
 import { createLauncher, type LauncherLog } from './server.ts';
 
@@ -29,6 +33,20 @@ function positive(name: string, fallback: number): number {
     process.exit(2);
   }
   return n;
+}
+
+/**
+ * The fontconfig file Chromium reads: TINTYPE_BROWSER_FONTCONFIG (the browser image writes it at
+ * build, owned by root: read-only to Chromium's uid), else one written now into a directory of
+ * this launcher's (writable by Chromium's uid where it runs as this one: docs/security.md).
+ */
+function fontconfigFile(tmpDir: string): string {
+  const configured = process.env['TINTYPE_BROWSER_FONTCONFIG'];
+  if (configured !== undefined && configured !== '') return configured;
+  const file = path.join(mkdtempSync(path.join(tmpDir, 'tintype-fonts-')), 'fonts.conf');
+  writeFileSync(file, systemOnlyFontsConfig());
+  chmodSync(file, 0o444);
+  return file;
 }
 
 async function main(): Promise<void> {
@@ -55,6 +73,7 @@ async function main(): Promise<void> {
     maxBrowsers: positive('TINTYPE_BROWSER_CONNECTIONS', 4),
     memoryReportMs: positive('TINTYPE_BROWSER_MEMORY_REPORT_MS', 2_000),
     tmpDir: os.tmpdir(),
+    fontconfig: fontconfigFile(os.tmpdir()),
     env: process.env,
     log,
   });

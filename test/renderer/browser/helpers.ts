@@ -145,6 +145,7 @@ export async function startPool(
     browserMaxRssMb: 4_096,
     isolation: 'netns',
     guardAllowCidrs: [`${SITE_HOST}/32`],
+    maxOutputBytes: 26_214_400,
     ...options.config,
   };
   const pool = createBrowserPool({
