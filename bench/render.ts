@@ -279,7 +279,7 @@ async function profilePhases(): Promise<void> {
       browserMaxRssMb: 8_192, isolation: 'netns', guardAllowCidrs: [],
     },
     logger,
-    guard: { socketPath, takeTally: (token) => guard.settledTally(token) },
+    guard: { socketPath, tokens: guard.tokens, takeTally: (token) => guard.settledTally(token) },
   });
   const out: Record<string, number> = {};
   try {

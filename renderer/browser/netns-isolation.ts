@@ -5,7 +5,7 @@
  * guard through one unix socket, bridged to `GUARD_URL` when the guard has no socket here
  * (guard-bridge.ts).
  */
-import { DEFAULT_CHROMIUM_UID } from '../../lib/config.ts';
+import { DEFAULT_CHROMIUM_UID, DEFAULT_TUNNELS_PER_RENDER } from '../../lib/config.ts';
 import type { RenderTally } from '../../lib/guard-contract.ts';
 import { chromiumExecutable, launchOptions } from './chromium.ts';
 import { JAIL_HOME, JAIL_PROFILE_DIR, type JailUser } from './chromium-jail.ts';
@@ -76,6 +76,7 @@ class NetnsIsolation implements BrowserIsolation {
       chromiumPath: this.executable,
       lanes: this.options.lanes,
       guard: this.guard!,
+      maxOpenPerLane: this.options.guard.tunnelsPerRender ?? DEFAULT_TUNNELS_PER_RENDER,
       logger: this.options.logger,
       userNamespace: this.userNamespace,
       user: this.user,

@@ -13,6 +13,7 @@
  * as its own child on a private socket: the same program and the same transport, without the
  * container's walls.
  */
+import { DEFAULT_TUNNELS_PER_RENDER } from '../../lib/config.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -85,7 +86,7 @@ class PodIsolation implements BrowserIsolation {
   async launch(): Promise<IsolatedBrowser> {
     // Relays of its own per browser (as in netns): a lane's token belongs to one browser's
     // context, so a replacement preparing its lanes never renames an old browser's render.
-    const relays = await pinnedRelays(this.options.lanes, this.route!);
+    const relays = await pinnedRelays(this.options.lanes, this.route!, this.options.guard.tunnelsPerRender ?? DEFAULT_TUNNELS_PER_RENDER);
     try {
       const connected = await connectSocketBrowser(this.socketPath, browserSwitches(relays.refuseAddress));
       const { sandbox, why } = connected.launched;
@@ -203,9 +204,10 @@ class PodIsolation implements BrowserIsolation {
  * render's tally is all in the guard its read reaches. A render's choice is kept after its lane is
  * cut (its tally is read then) and dropped once the lane names its next render, or the relays close.
  */
-export async function pinnedRelays(lanes: number, route: GuardRoute): Promise<RelaySet> {
+export async function pinnedRelays(lanes: number, route: GuardRoute, maxOpenPerLane: number): Promise<RelaySet> {
   const relays = await startRelays({
     lanes,
+    maxOpenPerLane,
     dial: async (render) => {
       const token = renderTokenFrom(render);
       if (token === undefined) throw new Error('a relay connection that names no render');

@@ -32,6 +32,7 @@ export interface LaneRelay {
 
 const REFUSAL = 'HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 const BAD_GATEWAY = 'HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
+const TOO_MANY = 'HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 
 /** Request headers that concern the hop to the proxy, not the target. */
 const HOP_REQUEST = new Set([...CONNECTION_HEADERS, ...PROXY_AUTH_HEADERS]);
@@ -119,8 +120,12 @@ export function createRefusingProxy(): http.Server {
   return server;
 }
 
-/** A lane relay forwarding to the guard reached by `dial`. */
-export function createLaneRelay(dial: Dial): LaneRelay {
+/**
+ * A lane relay forwarding to the guard reached by `dial`. At most `maxOpen` requests and tunnels
+ * of the lane go on at once (the guard's bound per render, GUARD_MAX_TUNNELS_PER_RENDER): past
+ * it the browser is answered 503 here, and the guard never sees the connection.
+ */
+export function createLaneRelay(dial: Dial, maxOpen: number = Number.POSITIVE_INFINITY): LaneRelay {
   let authorization: string | undefined;
   /** Moves at every setAuthorization: a dial begun under an earlier name is given up. */
   let naming = 0;
@@ -134,6 +139,15 @@ export function createLaneRelay(dial: Dial): LaneRelay {
     socket.once('close', () => open.delete(socket));
     return socket;
   };
+  /** Requests and tunnels of the lane going on: each holds a connection to the guard. */
+  let relaying = 0;
+  /** Takes a place until `until` closes; false when the lane holds its bound already. */
+  const place = (until: { once(event: 'close', f: () => void): unknown }): boolean => {
+    if (relaying >= maxOpen) return false;
+    relaying += 1;
+    until.once('close', () => (relaying -= 1));
+    return true;
+  };
 
   const server = relayServer((req, res) => {
     const auth = authorization;
@@ -141,6 +155,11 @@ export function createLaneRelay(dial: Dial): LaneRelay {
     if (auth === undefined || !/^https?:\/\//i.test(req.url ?? '')) {
       req.resume();
       return refuse(res);
+    }
+    if (!place(res)) {
+      req.resume();
+      res.writeHead(503, { 'content-length': '0', connection: 'close' });
+      return void res.end();
     }
     const headers: Record<string, string | string[]> = {};
     const raw = req.rawHeaders;
@@ -188,6 +207,10 @@ export function createLaneRelay(dial: Dial): LaneRelay {
     const target = req.url ?? '';
     if (auth === undefined || !/^[^\s/@]+:\d{1,5}$/.test(target)) {
       client.end(REFUSAL);
+      return;
+    }
+    if (!place(client)) {
+      client.end(TOO_MANY);
       return;
     }
     // Nothing is read from the browser until the guard is reached; the pipe below resumes it.
