@@ -2,7 +2,9 @@
  * What a peer can hold of a guard's listener before it has a tunnel (docs/security.md "The
  * guard", "Capacity"): connections in all (`GUARD_MAX_CONNECTIONS`) and per peer address
  * (`GUARD_MAX_CONNECTIONS_PER_PEER`; a unix socket's peers have none and share the total), a
- * request head that must arrive within seconds and a whole request (its body) within a bound.
+ * request head that must arrive within seconds (`GUARD_HEADERS_TIMEOUT_MS`, 10 s: a relay's is a
+ * few hundred bytes, sent at once) and a whole request, its body too, within a bound
+ * (`GUARD_REQUEST_TIMEOUT_MS`, 60 s: a page's upload, inside its render's budget).
  * A tunnel, once open, is the tunnel's: its idle timeout holds it (tunnel.ts).
  */
 import type http from 'node:http';
@@ -17,10 +19,6 @@ export interface ConnectionLimits {
   requestTimeoutMs: number;
 }
 
-/** A request head of a page or a relay is a few hundred bytes: it is there at once. */
-export const HEADERS_TIMEOUT_MS = 10_000;
-/** A page's upload through the guard is bounded by its render's budget. */
-export const REQUEST_TIMEOUT_MS = 60_000;
 /** How often Node looks for requests past these bounds (its default is 30 s). */
 const CHECK_EVERY_MS = 1_000;
 

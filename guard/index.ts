@@ -25,7 +25,7 @@ import { createResolver, type Resolve } from './resolver.ts';
 import { collectSelf, interfaceAddresses, isRangeEntry } from './self.ts';
 import { RenderTallies } from './tally.ts';
 import { TunnelBounds } from './tunnel-bounds.ts';
-import { HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, type ConnectionLimits } from './connections.ts';
+import type { ConnectionLimits } from './connections.ts';
 import { RenderTokens } from '../lib/render-token.ts';
 import { dialTcp, pinnedAgent, type Dial } from './upstream.ts';
 import { ANY_ADDRESS, listen } from '../lib/listen.ts';
@@ -122,6 +122,8 @@ export function guardSettings(
     | 'guardMaxUnnamedTunnels'
     | 'guardMaxConnections'
     | 'guardMaxConnectionsPerPeer'
+    | 'guardHeadersTimeoutMs'
+    | 'guardRequestTimeoutMs'
     | 'guardTokens'
     | 'leasePublicKeys'
   >,
@@ -138,6 +140,8 @@ export function guardSettings(
     maxUnnamedTunnels: config.guardMaxUnnamedTunnels,
     maxConnections: config.guardMaxConnections,
     maxConnectionsPerPeer: config.guardMaxConnectionsPerPeer,
+    headersTimeoutMs: config.guardHeadersTimeoutMs,
+    requestTimeoutMs: config.guardRequestTimeoutMs,
     ...(config.guardTokens === undefined ? {} : { tokens: config.guardTokens }),
     leasePublicKeys: config.leasePublicKeys,
   };
@@ -228,8 +232,8 @@ export function createGuard(options: GuardOptions): Guard {
   const connections: ConnectionLimits = {
     maxConnections: options.maxConnections ?? 4_096,
     maxConnectionsPerPeer: options.maxConnectionsPerPeer ?? 1_024,
-    headersTimeoutMs: options.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
-    requestTimeoutMs: options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS,
+    headersTimeoutMs: options.headersTimeoutMs ?? 10_000,
+    requestTimeoutMs: options.requestTimeoutMs ?? 60_000,
   };
   const tokens = options.tokens ?? RenderTokens.generate();
   const dial = options.dial ?? dialTcp;

@@ -81,6 +81,9 @@ export interface Config {
   /** Connections a guard's listeners hold at once, in all and per peer address. */
   guardMaxConnections: number;
   guardMaxConnectionsPerPeer: number;
+  /** How long a request's head, and a whole request, may take to arrive at a guard. */
+  guardHeadersTimeoutMs: number;
+  guardRequestTimeoutMs: number;
   /** GUARD_TOKEN_KEY: what render tokens are made and checked with (lib/render-token.ts). */
   guardTokens: RenderTokens | undefined;
   /** Where a renderer claims and settles leases (policy's renderer listener, `TINTYPE_POLICY_SETTLE_PORT`). */
@@ -283,6 +286,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     guardMaxUnnamedTunnels: integer(env, 'GUARD_MAX_UNNAMED_TUNNELS', 16, 0, 100_000),
     guardMaxConnections: integer(env, 'GUARD_MAX_CONNECTIONS', 4_096, 1, 1_000_000),
     guardMaxConnectionsPerPeer: integer(env, 'GUARD_MAX_CONNECTIONS_PER_PEER', 1_024, 1, 1_000_000),
+    guardHeadersTimeoutMs: integer(env, 'GUARD_HEADERS_TIMEOUT_MS', 10_000, 100, 120_000),
+    guardRequestTimeoutMs: integer(env, 'GUARD_REQUEST_TIMEOUT_MS', 60_000, 100, 600_000),
     guardTokens: tokenKey(env, 'GUARD_TOKEN_KEY'),
     policyUrl: url(env, 'TINTYPE_POLICY_URL', ['http', 'https']),
     policySettlePort: optionalPort(env, 'TINTYPE_POLICY_SETTLE_PORT'),

@@ -13,7 +13,7 @@ import { Registry } from '../../../lib/metrics.ts';
 import { LEASE_HEADER, operationFor, type Operation, type SettleRequest, type Settler } from '../../../lib/policy-contract.ts';
 import { TEST_LEASE_ENV, signedLease, testGuardTokens } from '../../lib/leases.ts';
 import { listenBesideService } from '../../lib/listen-beside.ts';
-import { createGuard, judgeUrl, type Guard } from '../../../guard/index.ts';
+import { createGuard, guardSettings, judgeUrl, type Guard } from '../../../guard/index.ts';
 import { createBrowserPool, type BrowserPool } from '../../../renderer/browser/index.ts';
 import { FileCache, type RenderCache } from '../../../renderer/cache/index.ts';
 import type { UrlJudge } from '../../../renderer/operations/index.ts';
@@ -159,8 +159,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     : createLogger('renderer-test', { level: config.logLevel });
   const registry = new Registry();
   const guardTokens = config.guardTokens ?? testGuardTokens;
-  // The guard checks each render's lease when the renderer opens it (docs/security.md "Egress policy per key").
-  const guard = createGuard({ socket: path.join(dir, 'guard.sock'), allowCidrs: config.guardAllowCidrs, leasePublicKeys: config.leasePublicKeys, tokens: guardTokens, logger, stopGraceMs: 500 });
+  // The guard of the settings (GUARD_*), which checks each render's lease when the renderer opens
+  // it (docs/security.md "Egress policy per key").
+  const guard = createGuard({ ...guardSettings(config), socket: path.join(dir, 'guard.sock'), tokens: guardTokens, logger, stopGraceMs: 500 });
   await guard.start();
   const pool =
     options.pool ??
@@ -170,7 +171,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       registry,
       guard: options.poolGuardSocket !== undefined
         ? { socketPath: options.poolGuardSocket, tokens: guardTokens }
-        : { socketPath: path.join(dir, 'guard.sock'), tokens: guardTokens, takeTally: (token) => guard.settledTally(token) },
+        : { socketPath: path.join(dir, 'guard.sock'), tokens: guardTokens, tunnelsPerRender: config.guardMaxTunnelsPerRender, takeTally: (token) => guard.settledTally(token) },
     });
   const cache = options.cache?.(dir, logger) ?? new FileCache({ dir: path.join(dir, 'cache'), maxBytes: config.cacheMaxBytes, logger });
   await cache.start();
