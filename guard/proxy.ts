@@ -189,6 +189,12 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
       answerRaw(socket, 431, 'request header fields too large');
       return;
     }
+    // A head or body that did not arrive in time (connections.ts): dropped, not judged.
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      answerRaw(socket, 408, 'request timed out');
+      ctx.recorder.record('malformed', false, { decision: 'other', status: 408, note: 'request_timeout' }, startedAt);
+      return;
+    }
     const raw = failingRequest(err.rawPacket, err.bytesParsed);
     const line = requestLineOf(raw);
     const token = renderOf(rawHeader(raw, 'proxy-authorization'));
