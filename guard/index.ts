@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
 import type { RenderTally } from '../lib/guard-contract.ts';
-import { ConfigError, DEFAULT_TUNNELS_PER_RENDER, type Config } from '../lib/config.ts';
+import { ConfigError, DEFAULT_TUNNELS_PER_RENDER, GUARD_BOUND_DEFAULTS, type Config } from '../lib/config.ts';
 import type { Lifecycle } from '../lib/lifecycle.ts';
 import { createLogger, type Logger } from '../lib/log.ts';
 import type { Registry } from '../lib/metrics.ts';
@@ -230,10 +230,10 @@ export function createGuard(options: GuardOptions): Guard {
   };
   const maxTunnels = options.maxTunnels ?? 512;
   const connections: ConnectionLimits = {
-    maxConnections: options.maxConnections ?? 4_096,
-    maxConnectionsPerPeer: options.maxConnectionsPerPeer ?? 1_024,
-    headersTimeoutMs: options.headersTimeoutMs ?? 10_000,
-    requestTimeoutMs: options.requestTimeoutMs ?? 60_000,
+    maxConnections: options.maxConnections ?? GUARD_BOUND_DEFAULTS.maxConnections,
+    maxConnectionsPerPeer: options.maxConnectionsPerPeer ?? GUARD_BOUND_DEFAULTS.maxConnectionsPerPeer,
+    headersTimeoutMs: options.headersTimeoutMs ?? GUARD_BOUND_DEFAULTS.headersTimeoutMs,
+    requestTimeoutMs: options.requestTimeoutMs ?? GUARD_BOUND_DEFAULTS.requestTimeoutMs,
   };
   const tokens = options.tokens ?? RenderTokens.generate();
   const dial = options.dial ?? dialTcp;
@@ -241,7 +241,7 @@ export function createGuard(options: GuardOptions): Guard {
   const tunnels = new TunnelBounds({
     maxTunnels,
     maxTunnelsPerRender: options.maxTunnelsPerRender ?? DEFAULT_TUNNELS_PER_RENDER,
-    maxUnnamedTunnels: options.maxUnnamedTunnels ?? 16,
+    maxUnnamedTunnels: options.maxUnnamedTunnels ?? GUARD_BOUND_DEFAULTS.maxUnnamedTunnels,
   });
   const recorder: DecisionRecorder = createRecorder(logger, options.metrics, () => tunnels.size);
   const keys = options.leasePublicKeys ?? [];

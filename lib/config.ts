@@ -26,6 +26,14 @@ export const DEFAULT_SLOTS = 2;
  * guard"): Chromium keeps at most 32 connections per proxy, and WebSockets apart.
  */
 export const DEFAULT_TUNNELS_PER_RENDER = 64;
+/** The guard's other bounds when unset (docs/operations.md, docs/security.md "The guard"). */
+export const GUARD_BOUND_DEFAULTS = Object.freeze({
+  maxUnnamedTunnels: 16,
+  maxConnections: 4_096,
+  maxConnectionsPerPeer: 1_024,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+});
 export const MAX_SLOTS = 64;
 
 /** Request bodies the embedded edge holds before their key is checked, when `TINTYPE_EDGE_MAX_BUFFERED_BYTES` is unset (64 MiB). */
@@ -283,11 +291,11 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     guardDnsTimeoutMs: integer(env, 'GUARD_DNS_TIMEOUT_MS', 5_000, 100, 60_000),
     guardMaxTunnels: integer(env, 'GUARD_MAX_TUNNELS', 512, 1, 1_000_000),
     guardMaxTunnelsPerRender: integer(env, 'GUARD_MAX_TUNNELS_PER_RENDER', DEFAULT_TUNNELS_PER_RENDER, 1, 100_000),
-    guardMaxUnnamedTunnels: integer(env, 'GUARD_MAX_UNNAMED_TUNNELS', 16, 0, 100_000),
-    guardMaxConnections: integer(env, 'GUARD_MAX_CONNECTIONS', 4_096, 1, 1_000_000),
-    guardMaxConnectionsPerPeer: integer(env, 'GUARD_MAX_CONNECTIONS_PER_PEER', 1_024, 1, 1_000_000),
-    guardHeadersTimeoutMs: integer(env, 'GUARD_HEADERS_TIMEOUT_MS', 10_000, 100, 120_000),
-    guardRequestTimeoutMs: integer(env, 'GUARD_REQUEST_TIMEOUT_MS', 60_000, 100, 600_000),
+    guardMaxUnnamedTunnels: integer(env, 'GUARD_MAX_UNNAMED_TUNNELS', GUARD_BOUND_DEFAULTS.maxUnnamedTunnels, 0, 100_000),
+    guardMaxConnections: integer(env, 'GUARD_MAX_CONNECTIONS', GUARD_BOUND_DEFAULTS.maxConnections, 1, 1_000_000),
+    guardMaxConnectionsPerPeer: integer(env, 'GUARD_MAX_CONNECTIONS_PER_PEER', GUARD_BOUND_DEFAULTS.maxConnectionsPerPeer, 1, 1_000_000),
+    guardHeadersTimeoutMs: integer(env, 'GUARD_HEADERS_TIMEOUT_MS', GUARD_BOUND_DEFAULTS.headersTimeoutMs, 100, 120_000),
+    guardRequestTimeoutMs: integer(env, 'GUARD_REQUEST_TIMEOUT_MS', GUARD_BOUND_DEFAULTS.requestTimeoutMs, 100, 600_000),
     guardTokens: tokenKey(env, 'GUARD_TOKEN_KEY'),
     policyUrl: url(env, 'TINTYPE_POLICY_URL', ['http', 'https']),
     policySettlePort: optionalPort(env, 'TINTYPE_POLICY_SETTLE_PORT'),

@@ -4,7 +4,7 @@
  */
 import http from 'node:http';
 import net from 'node:net';
-import { requireGuardTokens, type Config } from '../../lib/config.ts';
+import { DEFAULT_TUNNELS_PER_RENDER, requireGuardTokens, type Config } from '../../lib/config.ts';
 import type { RenderTokens } from '../../lib/render-token.ts';
 import { RENDER_OPEN_METHOD, parseAuditEntries } from '../../lib/egress.ts';
 import { LEASE_HEADER } from '../../lib/policy-contract.ts';
@@ -32,6 +32,11 @@ export interface GuardEndpoint {
   tokens: RenderTokens;
   /** The guard's bound of tunnels per render (GUARD_MAX_TUNNELS_PER_RENDER): a lane relays no more at once. */
   tunnelsPerRender?: number;
+}
+
+/** Requests and tunnels one lane relays at once: the guard's bound per render. */
+export function laneBound(endpoint: GuardEndpoint): number {
+  return endpoint.tunnelsPerRender ?? DEFAULT_TUNNELS_PER_RENDER;
 }
 
 /** The endpoint named by the settings (`GUARD_SOCKET`, `GUARD_URL`), for a guard started elsewhere. */

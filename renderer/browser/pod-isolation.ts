@@ -13,7 +13,6 @@
  * as its own child on a private socket: the same program and the same transport, without the
  * container's walls.
  */
-import { DEFAULT_TUNNELS_PER_RENDER } from '../../lib/config.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -23,7 +22,7 @@ import puppeteer from 'puppeteer-core';
 import { renderTokenFrom, type RenderTally } from '../../lib/guard-contract.ts';
 import { sourceModule, typescriptLoader } from '../../lib/modules.ts';
 import { chromiumArgs } from './launcher/switches.ts';
-import { dialGuard, guardAddress, renderOpener, tallyReader } from './guard-endpoint.ts';
+import { dialGuard, guardAddress, laneBound, renderOpener, tallyReader } from './guard-endpoint.ts';
 import { guardRoute, type GuardRoute } from './guard-pins.ts';
 import type { BrowserIsolation, IsolatedBrowser, IsolationOptions } from './isolation.ts';
 import type { SandboxVerdict } from './launcher/sandbox.ts';
@@ -86,7 +85,7 @@ class PodIsolation implements BrowserIsolation {
   async launch(): Promise<IsolatedBrowser> {
     // Relays of its own per browser (as in netns): a lane's token belongs to one browser's
     // context, so a replacement preparing its lanes never renames an old browser's render.
-    const relays = await pinnedRelays(this.options.lanes, this.route!, this.options.guard.tunnelsPerRender ?? DEFAULT_TUNNELS_PER_RENDER);
+    const relays = await pinnedRelays(this.options.lanes, this.route!, laneBound(this.options.guard));
     try {
       const connected = await connectSocketBrowser(this.socketPath, browserSwitches(relays.refuseAddress));
       const { sandbox, why } = connected.launched;
