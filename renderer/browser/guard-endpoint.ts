@@ -34,7 +34,7 @@ export interface GuardEndpoint {
   tunnelsPerRender?: number;
 }
 
-/** Requests and tunnels one lane relays at once: the guard's bound per render. */
+/** Tunnels one lane holds open at once: the guard's bound per render. */
 export function laneBound(endpoint: GuardEndpoint): number {
   return endpoint.tunnelsPerRender ?? DEFAULT_TUNNELS_PER_RENDER;
 }

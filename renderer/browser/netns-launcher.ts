@@ -58,7 +58,7 @@ export async function prepareNetnsLaunch(options: {
   chromiumPath: string;
   lanes: number;
   guard: GuardAddress;
-  /** Requests and tunnels one lane relays at once (relay.ts createLaneRelay). */
+  /** Tunnels one lane holds open at once (relay.ts createLaneRelay). */
   maxOpenPerLane: number;
   logger: Logger;
   /**

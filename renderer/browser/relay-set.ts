@@ -39,7 +39,7 @@ function closeServer(server: http.Server): Promise<void> {
 export async function startRelays(options: {
   lanes: number;
   dial: Dial;
-  /** Requests and tunnels one lane may relay at once (relay.ts createLaneRelay). */
+  /** Tunnels one lane may hold open at once (relay.ts createLaneRelay). */
   maxOpenPerLane?: number;
   host?: string;
   refusePort?: number;

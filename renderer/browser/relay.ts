@@ -121,9 +121,10 @@ export function createRefusingProxy(): http.Server {
 }
 
 /**
- * A lane relay forwarding to the guard reached by `dial`. At most `maxOpen` requests and tunnels
- * of the lane go on at once (the guard's bound per render, GUARD_MAX_TUNNELS_PER_RENDER): past
- * it the browser is answered 503 here, and the guard never sees the connection.
+ * A lane relay forwarding to the guard reached by `dial`. At most `maxOpen` tunnels of the lane
+ * are open at once (the guard's bound per render, GUARD_MAX_TUNNELS_PER_RENDER): a CONNECT past
+ * it is answered 503 here, and the guard never sees it. A tunnel counts once the guard opened it:
+ * a CONNECT the guard refuses is short and still reaches the guard, to be counted in the tally.
  */
 export function createLaneRelay(dial: Dial, maxOpen: number = Number.POSITIVE_INFINITY): LaneRelay {
   let authorization: string | undefined;
@@ -139,15 +140,8 @@ export function createLaneRelay(dial: Dial, maxOpen: number = Number.POSITIVE_IN
     socket.once('close', () => open.delete(socket));
     return socket;
   };
-  /** Requests and tunnels of the lane going on: each holds a connection to the guard. */
-  let relaying = 0;
-  /** Takes a place until `until` closes; false when the lane holds its bound already. */
-  const place = (until: { once(event: 'close', f: () => void): unknown }): boolean => {
-    if (relaying >= maxOpen) return false;
-    relaying += 1;
-    until.once('close', () => (relaying -= 1));
-    return true;
-  };
+  /** Tunnels of the lane the guard opened, still open. */
+  let tunnels = 0;
 
   const server = relayServer((req, res) => {
     const auth = authorization;
@@ -155,11 +149,6 @@ export function createLaneRelay(dial: Dial, maxOpen: number = Number.POSITIVE_IN
     if (auth === undefined || !/^https?:\/\//i.test(req.url ?? '')) {
       req.resume();
       return refuse(res);
-    }
-    if (!place(res)) {
-      req.resume();
-      res.writeHead(503, { 'content-length': '0', connection: 'close' });
-      return void res.end();
     }
     const headers: Record<string, string | string[]> = {};
     const raw = req.rawHeaders;
@@ -209,7 +198,7 @@ export function createLaneRelay(dial: Dial, maxOpen: number = Number.POSITIVE_IN
       client.end(REFUSAL);
       return;
     }
-    if (!place(client)) {
+    if (tunnels >= maxOpen) {
       client.end(TOO_MANY);
       return;
     }
@@ -226,6 +215,12 @@ export function createLaneRelay(dial: Dial, maxOpen: number = Number.POSITIVE_IN
       client.on('error', () => upstream.destroy());
       client.on('close', () => upstream.destroy());
       upstream.on('close', () => client.destroy());
+      // The guard's answer opens the tunnel or not: an open one holds a place until it closes.
+      upstream.once('data', (first: Buffer) => {
+        if (!first.subarray(0, 13).toString('latin1').startsWith('HTTP/1.1 200 ') || client.destroyed) return;
+        tunnels += 1;
+        client.once('close', () => (tunnels -= 1));
+      });
       upstream.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: ${auth}\r\n\r\n`);
       if (head.length > 0) upstream.write(head);
       // The guard's answer (200 or a 403 with its reason) reaches the browser unchanged.
