@@ -28,9 +28,10 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { generateKeyPairSync } from 'node:crypto';
 import { parseEgressPolicy } from '../lib/egress.ts';
-import { newRenderToken, renderAuthorization, renderStatsPath } from '../lib/guard-contract.ts';
+import { renderAuthorization, renderStatsPath } from '../lib/guard-contract.ts';
 import { leaseKeyText, leaseSigner } from '../lib/lease.ts';
 import { LEASE_HEADER } from '../lib/policy-contract.ts';
+import { TEST_LEASE_ENV, testGuardTokens } from '../test/lib/leases.ts';
 import { RenderEgress } from '../guard/egress-policy.ts';
 import { leaseVerifier } from '../lib/lease.ts';
 import { parseRequestTarget } from '../guard/target.ts';
@@ -163,8 +164,8 @@ async function decisionCost(): Promise<{ none: number; keyed: number; policy: nu
   const egress = new RenderEgress({ verifier: leaseVerifier([leaseKeys.publicKey]) });
   const signer = leaseSigner(leaseKeys.privateKey);
   const lease = (policy: boolean): string => signer.sign({ id: `lease${policy ? 1 : 0}`, keyId: 'key_bench', operation: 'screenshot', expiresAt: Date.now() + 3_600_000, ...(policy ? { egress: POLICY } : {}) });
-  const keyedToken = newRenderToken();
-  const policyToken = newRenderToken();
+  const keyedToken = testGuardTokens.mint();
+  const policyToken = testGuardTokens.mint();
   egress.open(keyedToken, lease(false));
   egress.open(policyToken, lease(true));
   const target = parseRequestTarget('GET', 'http://www.target.bench/page');
@@ -216,7 +217,7 @@ const aimed = await serveChild('--serve-target');
 const target = { child: aimed.child, port: Number(aimed.line) };
 const leaseKeys = generateKeyPairSync('ed25519');
 const guard = await startGuard(
-  { PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_ALLOW_CIDRS: `${TARGET_HOST}/32`, GUARD_DNS_SERVERS: dns.server, TINTYPE_LEASE_PUBLIC_KEYS: leaseKeyText(leaseKeys.publicKey) },
+  { PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_TOKEN_KEY: TEST_LEASE_ENV.GUARD_TOKEN_KEY, GUARD_ALLOW_CIDRS: `${TARGET_HOST}/32`, GUARD_DNS_SERVERS: dns.server, TINTYPE_LEASE_PUBLIC_KEYS: leaseKeyText(leaseKeys.publicKey) },
   dir,
 );
 
@@ -225,7 +226,7 @@ const POLICY = parseEgressPolicy([...Array.from({ length: 63 }, (_, i) => `custo
 
 /** A render token opened at the guard with a lease signed as policy signs it; its tally (and audit) read every 200 ms. */
 async function keyedRender(withPolicy: boolean): Promise<{ headers: Record<string, string>; stop(): void }> {
-  const token = newRenderToken();
+  const token = testGuardTokens.mint();
   const lease = leaseSigner(leaseKeys.privateKey).sign({
     id: token.slice(0, 22), keyId: 'key_bench', operation: 'screenshot', expiresAt: Date.now() + 3_600_000, ...(withPolicy ? { egress: POLICY } : {}),
   });

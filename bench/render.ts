@@ -279,7 +279,7 @@ async function profilePhases(): Promise<void> {
       browserMaxRssMb: 8_192, isolation: 'netns', guardAllowCidrs: [], maxOutputBytes: 1_073_741_824,
     },
     logger,
-    guard: { socketPath, takeTally: (token) => guard.settledTally(token) },
+    guard: { socketPath, tokens: guard.tokens, takeTally: (token) => guard.settledTally(token) },
   });
   const out: Record<string, number> = {};
   try {

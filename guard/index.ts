@@ -10,9 +10,8 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { KeyObject } from 'node:crypto';
-import type { Duplex } from 'node:stream';
 import type { RenderTally } from '../lib/guard-contract.ts';
-import { ConfigError, type Config } from '../lib/config.ts';
+import { ConfigError, DEFAULT_TUNNELS_PER_RENDER, GUARD_BOUND_DEFAULTS, type Config } from '../lib/config.ts';
 import type { Lifecycle } from '../lib/lifecycle.ts';
 import { createLogger, type Logger } from '../lib/log.ts';
 import type { Registry } from '../lib/metrics.ts';
@@ -25,6 +24,9 @@ import { createProxyServer, TALLY_SETTLE_MS } from './proxy.ts';
 import { createResolver, type Resolve } from './resolver.ts';
 import { collectSelf, interfaceAddresses, isRangeEntry } from './self.ts';
 import { RenderTallies } from './tally.ts';
+import { TunnelBounds } from './tunnel-bounds.ts';
+import type { ConnectionLimits } from './connections.ts';
+import { RenderTokens } from '../lib/render-token.ts';
 import { dialTcp, pinnedAgent, type Dial } from './upstream.ts';
 import { ANY_ADDRESS, listen } from '../lib/listen.ts';
 
@@ -51,6 +53,19 @@ export interface GuardOptions {
   connectTimeoutMs?: number;
   idleTimeoutMs?: number;
   maxTunnels?: number;
+  /** Tunnels one render may hold, and all requests naming no render together (tunnel-bounds.ts). */
+  maxTunnelsPerRender?: number;
+  maxUnnamedTunnels?: number;
+  /** Connections held at once, in all and per peer address, and the request timeouts (connections.ts). */
+  maxConnections?: number;
+  maxConnectionsPerPeer?: number;
+  headersTimeoutMs?: number;
+  requestTimeoutMs?: number;
+  /**
+   * What render tokens are checked with (GUARD_TOKEN_KEY, lib/render-token.ts): a token no holder
+   * of the key made names no render. A key made now when omitted (a guard in the renderer's process).
+   */
+  tokens?: RenderTokens;
   logger?: Logger;
   metrics?: Registry;
   /** Seams: the resolver, the dialer, this host's interface addresses. */
@@ -103,6 +118,13 @@ export function guardSettings(
     | 'guardConnectTimeoutMs'
     | 'guardIdleTimeoutMs'
     | 'guardMaxTunnels'
+    | 'guardMaxTunnelsPerRender'
+    | 'guardMaxUnnamedTunnels'
+    | 'guardMaxConnections'
+    | 'guardMaxConnectionsPerPeer'
+    | 'guardHeadersTimeoutMs'
+    | 'guardRequestTimeoutMs'
+    | 'guardTokens'
     | 'leasePublicKeys'
   >,
 ): GuardOptions {
@@ -114,12 +136,21 @@ export function guardSettings(
     connectTimeoutMs: config.guardConnectTimeoutMs,
     idleTimeoutMs: config.guardIdleTimeoutMs,
     maxTunnels: config.guardMaxTunnels,
+    maxTunnelsPerRender: config.guardMaxTunnelsPerRender,
+    maxUnnamedTunnels: config.guardMaxUnnamedTunnels,
+    maxConnections: config.guardMaxConnections,
+    maxConnectionsPerPeer: config.guardMaxConnectionsPerPeer,
+    headersTimeoutMs: config.guardHeadersTimeoutMs,
+    requestTimeoutMs: config.guardRequestTimeoutMs,
+    ...(config.guardTokens === undefined ? {} : { tokens: config.guardTokens }),
     leasePublicKeys: config.leasePublicKeys,
   };
 }
 
 /** A running guard. */
 export interface Guard extends Lifecycle {
+  /** What makes the render tokens this guard accepts (for a renderer in the same process). */
+  readonly tokens: RenderTokens;
   /** Where it listens (after start). */
   address(): { port?: number; host?: string; socket?: string };
   /** One render's refusal tally as recorded now; forgets it. */
@@ -196,11 +227,22 @@ export function createGuard(options: GuardOptions): Guard {
   const settings = {
     connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
     idleTimeoutMs: options.idleTimeoutMs ?? 60_000,
-    maxTunnels: options.maxTunnels ?? 512,
   };
+  const maxTunnels = options.maxTunnels ?? 512;
+  const connections: ConnectionLimits = {
+    maxConnections: options.maxConnections ?? GUARD_BOUND_DEFAULTS.maxConnections,
+    maxConnectionsPerPeer: options.maxConnectionsPerPeer ?? GUARD_BOUND_DEFAULTS.maxConnectionsPerPeer,
+    headersTimeoutMs: options.headersTimeoutMs ?? GUARD_BOUND_DEFAULTS.headersTimeoutMs,
+    requestTimeoutMs: options.requestTimeoutMs ?? GUARD_BOUND_DEFAULTS.requestTimeoutMs,
+  };
+  const tokens = options.tokens ?? RenderTokens.generate();
   const dial = options.dial ?? dialTcp;
   const tallies = new RenderTallies({ ttlMs: options.tallyTtlMs, maxEntries: options.maxTallies });
-  const tunnels = new Set<Duplex>();
+  const tunnels = new TunnelBounds({
+    maxTunnels,
+    maxTunnelsPerRender: options.maxTunnelsPerRender ?? DEFAULT_TUNNELS_PER_RENDER,
+    maxUnnamedTunnels: options.maxUnnamedTunnels ?? GUARD_BOUND_DEFAULTS.maxUnnamedTunnels,
+  });
   const recorder: DecisionRecorder = createRecorder(logger, options.metrics, () => tunnels.size);
   const keys = options.leasePublicKeys ?? [];
   const egress = new RenderEgress({ ...(keys.length > 0 ? { verifier: leaseVerifier(keys) } : {}), ...(options.metrics === undefined ? {} : { registry: options.metrics }) });
@@ -210,6 +252,8 @@ export function createGuard(options: GuardOptions): Guard {
   let running = false;
 
   return {
+    tokens,
+
     async start() {
       // The guard's own port is the service's too.
       const servicePorts = function* (): Iterable<number> {
@@ -220,8 +264,8 @@ export function createGuard(options: GuardOptions): Guard {
         if (options.servicePorts !== undefined) yield* options.servicePorts();
       };
       judge = await createJudge({ ...options, servicePorts, logger });
-      agent = pinnedAgent(dial, { ...settings, maxSockets: settings.maxTunnels });
-      const ctx = { judge, dial, agent, tallies, egress, recorder, tunnels, settings };
+      agent = pinnedAgent(dial, { ...settings, maxSockets: maxTunnels });
+      const ctx = { judge, dial, agent, tallies, egress, recorder, tunnels, tokens, settings, connections };
       try {
         if (options.port !== undefined) {
           const server = createProxyServer(ctx);
@@ -252,7 +296,7 @@ export function createGuard(options: GuardOptions): Guard {
             new Promise<void>((resolve) => {
               const timer = setTimeout(() => {
                 server.closeAllConnections();
-                for (const t of tunnels) t.destroy();
+                for (const t of tunnels.open) t.destroy();
               }, grace);
               server.close(() => {
                 clearTimeout(timer);
@@ -293,7 +337,7 @@ export function createGuard(options: GuardOptions): Guard {
     },
 
     openRender(token, lease) {
-      return OPEN_STATUS[egress.open(token, lease)];
+      return tokens.made(token) ? OPEN_STATUS[egress.open(token, lease)] : OPEN_STATUS.forged;
     },
 
     unnamedTally() {
@@ -323,6 +367,7 @@ export async function createPrivateGuard(options: Omit<GuardOptions, 'port' | 'h
   const guard = createGuard({ ...options, socket });
   return {
     socket,
+    tokens: guard.tokens,
     start: () => guard.start(),
     async stop(signal) {
       try {

@@ -17,6 +17,9 @@ import { RENDER_OPEN_METHOD } from '../lib/egress.ts';
 import { LEASE_HEADER } from '../lib/policy-contract.ts';
 import { endToEnd } from './headers.ts';
 import type { Judge } from './judge.ts';
+import type { RenderTokens } from '../lib/render-token.ts';
+import { limitConnections, timeoutOptions, type ConnectionLimits } from './connections.ts';
+import type { TunnelBounds, TunnelRefusal } from './tunnel-bounds.ts';
 import type { RenderTallies } from './tally.ts';
 import { failingRequest, isRefused, parseRequestTarget, rawHeader, requestLineOf } from './target.ts';
 import { answerRaw, openTunnel } from './tunnel.ts';
@@ -31,9 +34,13 @@ export interface ProxyContext {
   /** Renders opened with their lease: their key's egress policy and audit (egress-policy.ts). */
   egress: RenderEgress;
   recorder: DecisionRecorder;
-  /** Client sockets of open tunnels: bounded by maxTunnels, closed by stop(). */
-  tunnels: Set<Duplex>;
-  settings: UpstreamSettings & { maxTunnels: number };
+  /** Open tunnels and their bounds (tunnel-bounds.ts). */
+  tunnels: TunnelBounds;
+  /** What checks that a render's token is one a renderer made (lib/render-token.ts). */
+  tokens: RenderTokens;
+  settings: UpstreamSettings;
+  /** Connections held at once and how long a request may take to arrive (connections.ts). */
+  connections: ConnectionLimits;
 }
 
 /**
@@ -53,7 +60,9 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
     // A hostless request must reach the handler to get the guard's 403, not Node's 400.
     requireHostHeader: false,
     keepAliveTimeout: ctx.settings.idleTimeoutMs,
+    ...timeoutOptions(ctx.connections),
   });
+  limitConnections(server, ctx.connections);
   // Every connection keeps an error listener for its whole life, also once Node hands it over
   // at a CONNECT or upgrade: a browser resets connections whenever a render is torn down.
   server.on('connection', (socket: Duplex) => closeOnError(socket));
@@ -61,6 +70,12 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
 
   // The render's record names what was refused, so the renderer can tell its document's refusal
   // from a sub-resource's (lib/guard-contract.ts).
+  /** The render a `Proxy-Authorization` names, when its token is one a renderer made; else none. */
+  const renderOf = (header: string | undefined): string | undefined => {
+    const token = renderTokenFrom(header);
+    return token !== undefined && ctx.tokens.made(token) ? token : undefined;
+  };
+
   const refuse = (token: string | undefined, reason: RejectReason, line?: { method: string; target: string }): Outcome => {
     ctx.tallies.refuse(token, reason, line === undefined ? undefined : refusedRequestName(line.method, line.target));
     return { decision: 'refused', reason };
@@ -70,11 +85,11 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
     const startedAt = performance.now();
     res.on('error', () => res.destroy());
     const url = req.url ?? '';
-    const token = renderTokenFrom(req.headers['proxy-authorization']);
+    const token = renderOf(req.headers['proxy-authorization']);
     const opening = req.method === RENDER_OPEN_METHOD ? renderTokenFromPath(url) : undefined;
     if (opening !== undefined) {
       req.resume();
-      const status = OPEN_STATUS[ctx.egress.open(opening, String(req.headers[LEASE_HEADER] ?? ''))];
+      const status = ctx.tokens.made(opening) ? OPEN_STATUS[ctx.egress.open(opening, String(req.headers[LEASE_HEADER] ?? ''))] : OPEN_STATUS.forged;
       res.writeHead(status, { 'content-length': 0, 'cache-control': 'no-store' });
       res.end();
       ctx.recorder.record('http', false, { decision: 'other', status, note: 'open' }, startedAt);
@@ -120,7 +135,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
 
   const tunnel = (kind: RequestKind, req: http.IncomingMessage, client: Duplex, head: Buffer): void => {
     const startedAt = performance.now();
-    const token = renderTokenFrom(req.headers['proxy-authorization']);
+    const token = renderOf(req.headers['proxy-authorization']);
     const judging = ctx.tallies.judge(token);
     void (async () => {
       const parsed = parseRequestTarget(req.method ?? 'GET', req.url ?? '');
@@ -128,14 +143,18 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
       const judged = await ctx.egress.judge(token, parsed, (p) => ctx.judge.judge(p), early);
       judging(); // a refusal below is recorded in this same turn, before any waiting read goes on
       let outcome: Outcome;
+      let bound: TunnelRefusal | undefined;
       if (!judged.ok) {
         outcome = refuse(token, judged.reason, { method: req.method ?? 'GET', target: req.url ?? '' });
         answerRaw(client, 403, refusalBody(judged.reason).trimEnd(), { [GUARD_REASON_HEADER]: judged.reason });
-      } else if (ctx.tunnels.size >= ctx.settings.maxTunnels) {
+      } else if ((bound = ctx.tunnels.admit(token, client)) !== undefined) {
+        // The guard full is recorded in the render's tally: its render answers busy, not a
+        // failure of the page (lib/guard-contract.ts `busy`). A render's or the unnamed bound is
+        // the page's own doing.
+        if (bound === 'guard') ctx.tallies.full(token);
         answerRaw(client, 503, 'too many open tunnels');
-        outcome = { decision: 'other', status: 503, note: 'tunnel_bound' };
+        outcome = { decision: 'other', status: 503, note: `tunnel_bound_${bound}` };
       } else {
-        ctx.tunnels.add(client);
         try {
           const target = judged.target;
           outcome = await openTunnel({
@@ -150,7 +169,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
               : { preamble: upgradeHead(req, target.path, target.authority) }),
           });
         } finally {
-          ctx.tunnels.delete(client);
+          ctx.tunnels.release(token, client);
         }
       }
       ctx.recorder.record(kind, token !== undefined, outcome, startedAt);
@@ -170,9 +189,15 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
       answerRaw(socket, 431, 'request header fields too large');
       return;
     }
+    // A head or body that did not arrive in time (connections.ts): dropped, not judged.
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      answerRaw(socket, 408, 'request timed out');
+      ctx.recorder.record('malformed', false, { decision: 'other', status: 408, note: 'request_timeout' }, startedAt);
+      return;
+    }
     const raw = failingRequest(err.rawPacket, err.bytesParsed);
     const line = requestLineOf(raw);
-    const token = renderTokenFrom(rawHeader(raw, 'proxy-authorization'));
+    const token = renderOf(rawHeader(raw, 'proxy-authorization'));
     const judging = ctx.tallies.judge(token);
     // Node refused the request (a `data:` or `javascript:` target, a target with no host,
     // spaces, odd bytes): it cannot be carried, but it still gets the guard's answer (docs/architecture.md

@@ -1,7 +1,8 @@
 /**
  * Refusals counted per render (docs/architecture.md §7 rule 8; spec 2.1 `x-render-blocked`). Keyed by the
  * render's unguessable token, so a render can only read or reset its own count by knowing its
- * own token. Only refusals create an entry; an entry not fetched within `ttlMs` of its first
+ * own token; only tokens a renderer made name a render (lib/render-token.ts), so nothing without
+ * the key can make entries that push a render's out. Only refusals create an entry; an entry not fetched within `ttlMs` of its first
  * refusal is dropped, and at most `maxEntries` are kept (oldest dropped first), so tokens that
  * are never fetched cannot grow memory.
  *
@@ -14,7 +15,9 @@ import { REFUSALS_KEPT, type RenderTally } from '../lib/guard-contract.ts';
 
 interface Entry {
   blocked: number;
-  firstReason: RejectReason;
+  firstReason: RejectReason | null;
+  /** Tunnels refused because the guard was full (lib/guard-contract.ts `busy`). */
+  busy: number;
   /** Refused requests by name (`refusedRequestName`), least recent first, at most REFUSALS_KEPT. */
   refused: Map<string, RejectReason>;
   expiresAt: number;
@@ -46,24 +49,35 @@ export class RenderTallies {
       this.unnamed += 1;
       return;
     }
-    const now = this.now();
-    let entry = this.live(token, now);
-    if (entry !== undefined) {
-      entry.blocked += 1;
-    } else {
-      this.sweep(now);
-      while (this.entries.size >= this.maxEntries) {
-        const oldest = this.entries.keys().next().value as string;
-        this.entries.delete(oldest);
-      }
-      entry = { blocked: 1, firstReason: reason, refused: new Map(), expiresAt: now + this.ttlMs };
-      this.entries.set(token, entry);
-    }
+    const entry = this.entryOf(token);
+    entry.blocked += 1;
+    entry.firstReason ??= reason;
     if (request !== undefined) {
       entry.refused.delete(request); // named again: now the most recent
       entry.refused.set(request, reason);
       if (entry.refused.size > REFUSALS_KEPT) entry.refused.delete(entry.refused.keys().next().value as string);
     }
+  }
+
+  /** Counts one tunnel of the render `token` names refused because the guard was full. */
+  full(token: string | undefined): void {
+    if (token !== undefined) this.entryOf(token).busy += 1;
+  }
+
+  /** The render's live entry, made when it has none (the oldest dropped past the bound). */
+  private entryOf(token: string): Entry {
+    const now = this.now();
+    let entry = this.live(token, now);
+    if (entry === undefined) {
+      this.sweep(now);
+      while (this.entries.size >= this.maxEntries) {
+        const oldest = this.entries.keys().next().value as string;
+        this.entries.delete(oldest);
+      }
+      entry = { blocked: 0, firstReason: null, busy: 0, refused: new Map(), expiresAt: now + this.ttlMs };
+      this.entries.set(token, entry);
+    }
+    return entry;
   }
 
   /** Answers one render's tally and forgets it. A token never refused answers zero. */
@@ -72,7 +86,7 @@ export class RenderTallies {
     this.entries.delete(token);
     if (entry === undefined) return { blocked: 0, firstReason: null, refused: [] };
     const refused = [...entry.refused].map(([request, reason]) => ({ request, reason }));
-    return { blocked: entry.blocked, firstReason: entry.firstReason, refused };
+    return { blocked: entry.blocked, firstReason: entry.firstReason, refused, ...(entry.busy > 0 ? { busy: entry.busy } : {}) };
   }
 
   /**

@@ -31,6 +31,7 @@ export function answerRaw(socket: Duplex, status: number, text: string, headers:
 const STATUS_TEXT: Record<number, string> = {
   400: 'Bad Request',
   403: 'Forbidden',
+  408: 'Request Timeout',
   431: 'Request Header Fields Too Large',
   502: 'Bad Gateway',
   503: 'Service Unavailable',

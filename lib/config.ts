@@ -7,6 +7,7 @@ import type { KeyObject } from 'node:crypto';
 import path from 'node:path';
 import { leaseKeySeed, parseLeasePrivateKey, parseLeasePublicKey } from './lease.ts';
 import { MAX_BODY_BYTES } from './policy-contract.ts';
+import { RenderTokens, TOKEN_KEY_MIN_BYTES } from './render-token.ts';
 
 /** A setting that cannot be used; the message names the variable. */
 export class ConfigError extends Error {
@@ -20,6 +21,19 @@ export const DEFAULT_RENDER_TIMEOUT_MS = 30_000;
 
 /** Renders one renderer runs at once when `TINTYPE_SLOTS` is unset, and the most it may be set to. */
 export const DEFAULT_SLOTS = 2;
+/**
+ * Tunnels one render may hold at its guard, and through its lane relay (docs/security.md "The
+ * guard"): Chromium keeps at most 32 connections per proxy, and WebSockets apart.
+ */
+export const DEFAULT_TUNNELS_PER_RENDER = 64;
+/** The guard's other bounds when unset (docs/operations.md, docs/security.md "The guard"). */
+export const GUARD_BOUND_DEFAULTS = Object.freeze({
+  maxUnnamedTunnels: 16,
+  maxConnections: 4_096,
+  maxConnectionsPerPeer: 1_024,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+});
 export const MAX_SLOTS = 64;
 
 /** Request bodies the embedded edge holds before their key is checked, when `TINTYPE_EDGE_MAX_BUFFERED_BYTES` is unset (64 MiB). */
@@ -68,6 +82,18 @@ export interface Config {
   guardIdleTimeoutMs: number;
   guardDnsTimeoutMs: number;
   guardMaxTunnels: number;
+  /** Tunnels one render may hold open at a guard (and through its lane relay). */
+  guardMaxTunnelsPerRender: number;
+  /** Tunnels all requests naming no render may hold open at a guard together. */
+  guardMaxUnnamedTunnels: number;
+  /** Connections a guard's listeners hold at once, in all and per peer address. */
+  guardMaxConnections: number;
+  guardMaxConnectionsPerPeer: number;
+  /** How long a request's head, and a whole request, may take to arrive at a guard. */
+  guardHeadersTimeoutMs: number;
+  guardRequestTimeoutMs: number;
+  /** GUARD_TOKEN_KEY: what render tokens are made and checked with (lib/render-token.ts). */
+  guardTokens: RenderTokens | undefined;
   /** Where a renderer claims and settles leases (policy's renderer listener, `TINTYPE_POLICY_SETTLE_PORT`). */
   policyUrl: string | undefined;
   /** Policy's listener for renderers (claim, release, settle); its ext_authz listener is `port`. */
@@ -239,6 +265,17 @@ function publicKeys(env: Env, name: string): KeyObject[] {
   });
 }
 
+/** The render token key (lib/render-token.ts). */
+function tokenKey(env: Env, name: string): RenderTokens | undefined {
+  const v = raw(env, name);
+  if (v === undefined) return undefined;
+  const tokens = RenderTokens.fromKeyText(v);
+  if (tokens === undefined) {
+    throw new ConfigError(`${name} must be the base64 of at least ${TOKEN_KEY_MIN_BYTES} random bytes (openssl rand -base64 32 makes one), the same on the guard and every renderer`);
+  }
+  return tokens;
+}
+
 /** An HMAC lease secret mints leases wherever it is: renderers now hold public keys only. */
 function noLeaseSecret(env: Env): void {
   if (raw(env, 'TINTYPE_LEASE_SECRET') !== undefined) {
@@ -292,6 +329,13 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     guardIdleTimeoutMs: integer(env, 'GUARD_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
     guardDnsTimeoutMs: integer(env, 'GUARD_DNS_TIMEOUT_MS', 5_000, 100, 60_000),
     guardMaxTunnels: integer(env, 'GUARD_MAX_TUNNELS', 512, 1, 1_000_000),
+    guardMaxTunnelsPerRender: integer(env, 'GUARD_MAX_TUNNELS_PER_RENDER', DEFAULT_TUNNELS_PER_RENDER, 1, 100_000),
+    guardMaxUnnamedTunnels: integer(env, 'GUARD_MAX_UNNAMED_TUNNELS', GUARD_BOUND_DEFAULTS.maxUnnamedTunnels, 0, 100_000),
+    guardMaxConnections: integer(env, 'GUARD_MAX_CONNECTIONS', GUARD_BOUND_DEFAULTS.maxConnections, 1, 1_000_000),
+    guardMaxConnectionsPerPeer: integer(env, 'GUARD_MAX_CONNECTIONS_PER_PEER', GUARD_BOUND_DEFAULTS.maxConnectionsPerPeer, 1, 1_000_000),
+    guardHeadersTimeoutMs: integer(env, 'GUARD_HEADERS_TIMEOUT_MS', GUARD_BOUND_DEFAULTS.headersTimeoutMs, 100, 120_000),
+    guardRequestTimeoutMs: integer(env, 'GUARD_REQUEST_TIMEOUT_MS', GUARD_BOUND_DEFAULTS.requestTimeoutMs, 100, 600_000),
+    guardTokens: tokenKey(env, 'GUARD_TOKEN_KEY'),
     policyUrl: url(env, 'TINTYPE_POLICY_URL', ['http', 'https']),
     policySettlePort: optionalPort(env, 'TINTYPE_POLICY_SETTLE_PORT'),
     policyUsageOpen: oneOf(env, 'TINTYPE_POLICY_USAGE_OPEN', ['true', 'false'] as const, 'false') === 'true',
@@ -336,6 +380,17 @@ export function requireLeaseSigningKey(config: Readonly<Config>): KeyObject {
     throw new ConfigError('TINTYPE_LEASE_SIGNING_KEY must be set on policy: an Ed25519 private key (tintype keys lease-keypair makes a pair)');
   }
   return config.leaseSigningKey;
+}
+
+/**
+ * The render token key of a guard on its own, or of a renderer using it (GUARD_URL): without it the
+ * guard could name no render, and a renderer make no name it accepts.
+ */
+export function requireGuardTokens(config: Pick<Config, 'guardTokens'>, who: string): RenderTokens {
+  if (config.guardTokens === undefined) {
+    throw new ConfigError(`GUARD_TOKEN_KEY must be set on ${who}: the base64 of at least ${TOKEN_KEY_MIN_BYTES} random bytes (openssl rand -base64 32 makes one), the same on the guard and every renderer`);
+  }
+  return config.guardTokens;
 }
 
 /** The public keys a standalone renderer checks leases with; without them it cannot check one. */

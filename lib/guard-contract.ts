@@ -4,7 +4,9 @@
  * - Chromium talks to a relay on the renderer's side, never to the guard directly. The relay
  *   adds `Proxy-Authorization: Basic base64("render:<token>")` to each request head (absolute-form
  *   requests and CONNECT), naming the render that owns the connection. `<token>` is a fresh
- *   random value per render, so no render can name, see or change another's count.
+ *   random value per render with a MAC only a renderer and the guard can make
+ *   (lib/render-token.ts), so no render can name, see or change another's count, and a token
+ *   nobody made names no render.
  * - The guard refuses with `403` and `x-guard-reason: <reason>` (spec Part 7 `reason` vocabulary).
  * - When an allowed `http:` target cannot be reached, the guard answers the absolute-form request
  *   itself (502, or 504 on a timeout) with `x-guard-failure: <GuardFailure>`, so the renderer
@@ -19,7 +21,7 @@
  *   an answer, is how the renderer knows the guard refused the page's own document: inside a
  *   CONNECT tunnel the target writes every header the renderer sees.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { EgressAuditEntry } from './egress.ts';
 import type { RejectReason } from './errors.ts';
 
@@ -55,6 +57,11 @@ export interface RenderTally {
   audit?: EgressAuditEntry[];
   /** Decisions past the guard's bound per render, counted but not kept. */
   auditDropped?: number;
+  /**
+   * Tunnels of this render the guard refused because it was full (GUARD_MAX_TUNNELS): a render
+   * that then fails answers 503 `busy`, not metered, as when every slot is taken.
+   */
+  busy?: number;
 }
 
 /** How many refused requests a tally names. */
@@ -77,6 +84,7 @@ export function addTally(total: RenderTally, part: RenderTally): void {
   if (total.refused.length > REFUSALS_KEPT) total.refused.splice(0, total.refused.length - REFUSALS_KEPT);
   if (part.audit !== undefined) total.audit = [...(total.audit ?? []), ...part.audit];
   if (part.auditDropped !== undefined) total.auditDropped = (total.auditDropped ?? 0) + part.auditDropped;
+  if (part.busy !== undefined) total.busy = (total.busy ?? 0) + part.busy;
 }
 
 function digest(text: string): string {
@@ -115,11 +123,6 @@ export function documentRequestName(url: string): string {
   const u = new URL(url);
   if (u.protocol === 'http:') return refusedRequestName('GET', url);
   return refusedRequestName('CONNECT', `${u.hostname}:${u.port === '' ? 443 : u.port}`);
-}
-
-/** A new unguessable render token. */
-export function newRenderToken(): string {
-  return randomBytes(18).toString('base64url');
 }
 
 /** The path at which the guard answers the tally of the render `token` names. */

@@ -76,7 +76,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
       metrics: registry,
     });
     const own = guard;
-    endpoint = { socketPath: own.socket, takeTally: (token) => own.settledTally(token), openRender: (token, lease) => own.openRender(token, lease) };
+    endpoint = { socketPath: own.socket, tokens: own.tokens, tunnelsPerRender: config.guardMaxTunnelsPerRender, takeTally: (token) => own.settledTally(token), openRender: (token, lease) => own.openRender(token, lease) };
     judge = (url) => judgeUrl(url, own.judge());
   } else {
     endpoint = guardEndpointFromConfig(config);

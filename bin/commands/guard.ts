@@ -3,7 +3,7 @@
  * (default 3128) and/or GUARD_SOCKET, metrics and probes on the admin port. Wiring only.
  */
 import { createAdminServer, drainAfterSignal } from '../../lib/admin.ts';
-import { loadConfig } from '../../lib/config.ts';
+import { loadConfig, requireGuardTokens } from '../../lib/config.ts';
 import { lifecycleGroup } from '../../lib/lifecycle.ts';
 import { ANY_ADDRESS } from '../../lib/listen.ts';
 import { createLogger } from '../../lib/log.ts';
@@ -18,10 +18,12 @@ export const guardCommand: Command = {
   help: helpText({
     synopsis: ['tintype guard'],
     about: 'The egress guard (forward proxy) on PORT (3128) and/or GUARD_SOCKET; metrics and probes on the admin port (TINTYPE_ADMIN_PORT, 9128).',
-    settings: ['PORT', 'TINTYPE_TERM_DRAIN_S', 'TINTYPE_ADMIN_PORT', 'GUARD_SOCKET', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'TINTYPE_LEASE_PUBLIC_KEYS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LOG_LEVEL'],
+    settings: ['PORT', 'TINTYPE_TERM_DRAIN_S', 'TINTYPE_ADMIN_PORT', 'GUARD_SOCKET', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'GUARD_MAX_TUNNELS_PER_RENDER', 'GUARD_MAX_UNNAMED_TUNNELS', 'GUARD_MAX_CONNECTIONS', 'GUARD_MAX_CONNECTIONS_PER_PEER', 'GUARD_HEADERS_TIMEOUT_MS', 'GUARD_REQUEST_TIMEOUT_MS', 'GUARD_TOKEN_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
     const config = loadConfig();
+    // A guard that could check no render token would name no render (lib/render-token.ts).
+    requireGuardTokens(config, 'the guard');
     const logger = createLogger('guard', { level: config.logLevel });
     const registry = new Registry();
     // The admin port is the service's too: refused at this host's loopback (the guard adds its own port).

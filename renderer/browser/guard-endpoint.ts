@@ -4,7 +4,8 @@
  */
 import http from 'node:http';
 import net from 'node:net';
-import type { Config } from '../../lib/config.ts';
+import { DEFAULT_TUNNELS_PER_RENDER, requireGuardTokens, type Config } from '../../lib/config.ts';
+import type { RenderTokens } from '../../lib/render-token.ts';
 import { RENDER_OPEN_METHOD, parseAuditEntries } from '../../lib/egress.ts';
 import { LEASE_HEADER } from '../../lib/policy-contract.ts';
 import { isRejectReason } from '../../lib/errors.ts';
@@ -27,11 +28,20 @@ export interface GuardEndpoint {
   takeTally?(token: string): RenderTally | Promise<RenderTally>;
   /** Opens a render's token with its lease when the guard runs in this process; answers the status `POST /renders/<token>` would. */
   openRender?(token: string, lease: string): number;
+  /** Makes render tokens the guard accepts: its key (GUARD_TOKEN_KEY, or the key of a guard in this process). */
+  tokens: RenderTokens;
+  /** The guard's bound of tunnels per render (GUARD_MAX_TUNNELS_PER_RENDER): a lane relays no more at once. */
+  tunnelsPerRender?: number;
+}
+
+/** Tunnels one lane holds open at once: the guard's bound per render. */
+export function laneBound(endpoint: GuardEndpoint): number {
+  return endpoint.tunnelsPerRender ?? DEFAULT_TUNNELS_PER_RENDER;
 }
 
 /** The endpoint named by the settings (`GUARD_SOCKET`, `GUARD_URL`), for a guard started elsewhere. */
-export function guardEndpointFromConfig(config: Pick<Config, 'guardSocket' | 'guardUrl'>): GuardEndpoint {
-  const endpoint: GuardEndpoint = {};
+export function guardEndpointFromConfig(config: Pick<Config, 'guardSocket' | 'guardUrl' | 'guardTokens' | 'guardMaxTunnelsPerRender'>): GuardEndpoint {
+  const endpoint: GuardEndpoint = { tokens: requireGuardTokens(config, 'a renderer using GUARD_URL'), tunnelsPerRender: config.guardMaxTunnelsPerRender };
   if (config.guardSocket !== undefined) endpoint.socketPath = config.guardSocket;
   if (config.guardUrl !== undefined) endpoint.url = config.guardUrl;
   return endpoint;
@@ -113,6 +123,7 @@ export function parseTally(value: unknown): RenderTally {
   // A render opened with its lease: the guard's decisions for the audit trail (lib/egress.ts).
   if (Array.isArray(v.audit)) tally.audit = parseAuditEntries(v.audit);
   if (Number.isSafeInteger(v.auditDropped) && (v.auditDropped as number) >= 0) tally.auditDropped = v.auditDropped as number;
+  if (Number.isSafeInteger(v.busy) && (v.busy as number) > 0) tally.busy = v.busy as number;
   return tally;
 }
 

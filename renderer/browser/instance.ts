@@ -5,7 +5,6 @@
  * prepared afresh (spec Part 1 rule 5: nothing survives a render; docs/architecture.md §3).
  */
 import type { Browser, BrowserContext, CDPSession } from 'puppeteer-core';
-import { newRenderToken } from '../../lib/guard-contract.ts';
 import type { Logger } from '../../lib/log.ts';
 import { withTimeout } from './bounded-wait.ts';
 import { contextOptions } from './chromium.ts';
@@ -78,6 +77,8 @@ export class BrowserInstance {
     private readonly logger: Logger,
     /** Fails the whole browser (a context it cannot close means it is no longer trustworthy). */
     private readonly fail: (reason: string) => void,
+    /** Makes the render tokens the guard accepts (lib/render-token.ts). */
+    private readonly mintToken: () => string,
   ) {
     this.lanes = relays.laneAddresses.map((address, index) => ({ index, address, context: undefined, page: undefined, token: undefined }));
   }
@@ -262,7 +263,7 @@ export class BrowserInstance {
         if (this.dead || this.retired) return;
         // The next render's name, applied before the lane is offered (the relay acknowledges it),
         // so the render's first request already carries it. Nothing in this context has run yet.
-        const token = newRenderToken();
+        const token = this.mintToken();
         await this.relays.setToken(lane.index, token);
         if (this.dead || this.retired) return;
         lane.token = token;

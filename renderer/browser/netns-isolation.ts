@@ -10,7 +10,7 @@ import type { RenderTally } from '../../lib/guard-contract.ts';
 import { chromiumExecutable, launchOptions } from './chromium.ts';
 import { JAIL_HOME, JAIL_PROFILE_DIR, type JailUser } from './chromium-jail.ts';
 import { startGuardBridge, type GuardBridge } from './guard-bridge.ts';
-import { guardAddress, renderOpener, tallyReader, type GuardAddress } from './guard-endpoint.ts';
+import { guardAddress, laneBound, renderOpener, tallyReader, type GuardAddress } from './guard-endpoint.ts';
 import { oneGuard } from './guard-pins.ts';
 import { decideSandbox, runningAsRoot, type BrowserIsolation, type IsolatedBrowser, type IsolationOptions } from './isolation.ts';
 import { prepareNetnsLaunch } from './netns-launcher.ts';
@@ -76,6 +76,7 @@ class NetnsIsolation implements BrowserIsolation {
       chromiumPath: this.executable,
       lanes: this.options.lanes,
       guard: this.guard!,
+      maxOpenPerLane: laneBound(this.options.guard),
       logger: this.options.logger,
       userNamespace: this.userNamespace,
       user: this.user,

@@ -58,6 +58,8 @@ export async function prepareNetnsLaunch(options: {
   chromiumPath: string;
   lanes: number;
   guard: GuardAddress;
+  /** Tunnels one lane holds open at once (relay.ts createLaneRelay). */
+  maxOpenPerLane: number;
   logger: Logger;
   /**
    * Create a user namespace too (mapping this user to root inside it), which lets a renderer
@@ -149,7 +151,7 @@ export async function prepareNetnsLaunch(options: {
           options.logger[message.level](message.event, { detail: message.detail });
         }
       });
-      send<ToRelay>(control, { t: 'config', lanes: options.lanes, guard: options.guard });
+      send<ToRelay>(control, { t: 'config', lanes: options.lanes, guard: options.guard, maxOpenPerLane: options.maxOpenPerLane });
     });
   });
   relays.catch(() => {});

@@ -22,7 +22,7 @@ import puppeteer from 'puppeteer-core';
 import { renderTokenFrom, type RenderTally } from '../../lib/guard-contract.ts';
 import { sourceModule, typescriptLoader } from '../../lib/modules.ts';
 import { chromiumArgs } from './launcher/switches.ts';
-import { dialGuard, guardAddress, renderOpener, tallyReader } from './guard-endpoint.ts';
+import { dialGuard, guardAddress, laneBound, renderOpener, tallyReader } from './guard-endpoint.ts';
 import { guardRoute, type GuardRoute } from './guard-pins.ts';
 import type { BrowserIsolation, IsolatedBrowser, IsolationOptions } from './isolation.ts';
 import type { SandboxVerdict } from './launcher/sandbox.ts';
@@ -85,7 +85,7 @@ class PodIsolation implements BrowserIsolation {
   async launch(): Promise<IsolatedBrowser> {
     // Relays of its own per browser (as in netns): a lane's token belongs to one browser's
     // context, so a replacement preparing its lanes never renames an old browser's render.
-    const relays = await pinnedRelays(this.options.lanes, this.route!);
+    const relays = await pinnedRelays(this.options.lanes, this.route!, laneBound(this.options.guard));
     try {
       const connected = await connectSocketBrowser(this.socketPath, browserSwitches(relays.refuseAddress), maxFrameBytes(this.options.config.maxOutputBytes));
       const { sandbox, why } = connected.launched;
@@ -203,9 +203,10 @@ class PodIsolation implements BrowserIsolation {
  * render's tally is all in the guard its read reaches. A render's choice is kept after its lane is
  * cut (its tally is read then) and dropped once the lane names its next render, or the relays close.
  */
-export async function pinnedRelays(lanes: number, route: GuardRoute): Promise<RelaySet> {
+export async function pinnedRelays(lanes: number, route: GuardRoute, maxOpenPerLane: number): Promise<RelaySet> {
   const relays = await startRelays({
     lanes,
+    maxOpenPerLane,
     dial: async (render) => {
       const token = renderTokenFrom(render);
       if (token === undefined) throw new Error('a relay connection that names no render');

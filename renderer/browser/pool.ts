@@ -71,6 +71,7 @@ class Pool implements BrowserPool {
       recycleAfterRenders: config.recycleAfterRenders,
       browserMaxRssMb: config.browserMaxRssMb,
       logger,
+      mintToken: () => options.guard.tokens.mint(),
       ...(restarts === undefined ? {} : { restarts }),
       ...(timings?.memoryCheckMs === undefined ? {} : { memoryCheckMs: timings.memoryCheckMs }),
     });

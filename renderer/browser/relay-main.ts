@@ -29,6 +29,7 @@ readMessages<ToRelay>(control, (message) => {
     startRelays({
       lanes: message.lanes,
       dial: () => dialGuard(guard),
+      maxOpenPerLane: message.maxOpenPerLane,
       refusePort: NETNS_REFUSE_PORT,
       lanePorts: Array.from({ length: message.lanes }, (_, i) => NETNS_FIRST_LANE_PORT + i),
     }).then(

@@ -12,7 +12,7 @@ export const NETNS_REFUSE_PORT = 9000;
 export const NETNS_FIRST_LANE_PORT = 9001;
 
 export type ToRelay =
-  | { t: 'config'; lanes: number; guard: GuardAddress }
+  | { t: 'config'; lanes: number; guard: GuardAddress; maxOpenPerLane: number }
   | { t: 'token'; id: number; lane: number; token: string | null };
 
 export type FromRelay =

@@ -39,13 +39,15 @@ function closeServer(server: http.Server): Promise<void> {
 export async function startRelays(options: {
   lanes: number;
   dial: Dial;
+  /** Tunnels one lane may hold open at once (relay.ts createLaneRelay). */
+  maxOpenPerLane?: number;
   host?: string;
   refusePort?: number;
   lanePorts?: readonly number[];
 }): Promise<RelaySet & { lanesRelays: readonly LaneRelay[] }> {
   const host = options.host ?? '127.0.0.1';
   const refusing = createRefusingProxy();
-  const relays = Array.from({ length: options.lanes }, () => createLaneRelay(options.dial));
+  const relays = Array.from({ length: options.lanes }, () => createLaneRelay(options.dial, options.maxOpenPerLane));
   const servers = [refusing, ...relays.map((r) => r.server)];
   try {
     const refuseAddress = await listenAt(refusing, host, options.refusePort ?? 0);

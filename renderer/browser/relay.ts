@@ -32,6 +32,7 @@ export interface LaneRelay {
 
 const REFUSAL = 'HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 const BAD_GATEWAY = 'HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
+const TOO_MANY = 'HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 
 /** Request headers that concern the hop to the proxy, not the target. */
 const HOP_REQUEST = new Set([...CONNECTION_HEADERS, ...PROXY_AUTH_HEADERS]);
@@ -119,8 +120,13 @@ export function createRefusingProxy(): http.Server {
   return server;
 }
 
-/** A lane relay forwarding to the guard reached by `dial`. */
-export function createLaneRelay(dial: Dial): LaneRelay {
+/**
+ * A lane relay forwarding to the guard reached by `dial`. At most `maxOpen` tunnels of the lane
+ * are open at once (the guard's bound per render, GUARD_MAX_TUNNELS_PER_RENDER): a CONNECT past
+ * it is answered 503 here, and the guard never sees it. A tunnel counts once the guard opened it:
+ * a CONNECT the guard refuses is short and still reaches the guard, to be counted in the tally.
+ */
+export function createLaneRelay(dial: Dial, maxOpen: number = Number.POSITIVE_INFINITY): LaneRelay {
   let authorization: string | undefined;
   /** Moves at every setAuthorization: a dial begun under an earlier name is given up. */
   let naming = 0;
@@ -134,6 +140,8 @@ export function createLaneRelay(dial: Dial): LaneRelay {
     socket.once('close', () => open.delete(socket));
     return socket;
   };
+  /** Tunnels of the lane the guard opened, still open. */
+  let tunnels = 0;
 
   const server = relayServer((req, res) => {
     const auth = authorization;
@@ -190,6 +198,10 @@ export function createLaneRelay(dial: Dial): LaneRelay {
       client.end(REFUSAL);
       return;
     }
+    if (tunnels >= maxOpen) {
+      client.end(TOO_MANY);
+      return;
+    }
     // Nothing is read from the browser until the guard is reached; the pipe below resumes it.
     client.pause();
     connectGuard(() => dial(auth), current(), track).then((upstream) => {
@@ -203,6 +215,12 @@ export function createLaneRelay(dial: Dial): LaneRelay {
       client.on('error', () => upstream.destroy());
       client.on('close', () => upstream.destroy());
       upstream.on('close', () => client.destroy());
+      // The guard's answer opens the tunnel or not: an open one holds a place until it closes.
+      upstream.once('data', (first: Buffer) => {
+        if (!first.subarray(0, 13).toString('latin1').startsWith('HTTP/1.1 200 ') || client.destroyed) return;
+        tunnels += 1;
+        client.once('close', () => (tunnels -= 1));
+      });
       upstream.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\nProxy-Authorization: ${auth}\r\n\r\n`);
       if (head.length > 0) upstream.write(head);
       // The guard's answer (200 or a 403 with its reason) reaches the browser unchanged.

@@ -26,6 +26,8 @@ export interface SupervisorOptions {
   recycleAfterRenders: number;
   browserMaxRssMb: number;
   logger: Logger;
+  /** Makes a render token the guard accepts (its GuardEndpoint's tokens, lib/render-token.ts). */
+  mintToken: () => string;
   /** `tintype_browser_restarts_total`, by reason. */
   restarts?: Counter;
   memoryCheckMs?: number;
@@ -156,7 +158,7 @@ export class Supervisor {
     const launched = await this.options.isolation.launch();
     const { browser, relays } = launched;
     const pid = launched.pid ?? browser.process()?.pid ?? 0;
-    const inst = new BrowserInstance(generation, browser, pid, relays, this.options.logger, (reason) => this.onLost(inst, reason));
+    const inst = new BrowserInstance(generation, browser, pid, relays, this.options.logger, (reason) => this.onLost(inst, reason), this.options.mintToken);
     if (launched.memoryBytes !== undefined) this.reportedMemory.set(inst, launched.memoryBytes);
     // Relays that stop working (their process died) leave the browser unable to reach anything.
     void relays.lost.then(() => this.onLost(inst, 'relay_lost'));

@@ -118,8 +118,11 @@ async function renderMiss(deps: ProduceDeps, spec: RenderSpec, key: string, span
       try {
         return await spec.work(ctx);
       } catch (err) {
-        if (spec.refusalFailsRender && isRenderFailure(err)) {
-          const refusal = failedByRefusal(await ctx.tally().catch(() => undefined));
+        if (isRenderFailure(err)) {
+          const tally = await ctx.tally().catch(() => undefined);
+          // The guard was full for this render: ours to answer, as a slot is (lib/guard-contract.ts `busy`).
+          if ((tally?.busy ?? 0) > 0) throw new ServiceError('busy');
+          const refusal = spec.refusalFailsRender ? failedByRefusal(tally) : undefined;
           if (refusal !== undefined) throw refusal;
         }
         throw err;

@@ -74,7 +74,7 @@ t.test('gVisor with user-namespaced pods, which the kubelet refuses, is refused 
 t.test('an existing Secret and secret values together are refused', async (t) => {
   const r = await helm(['template', 'tt', CHART, '-f', path.join(CHART, 'ci/default-values.yaml'), '--set', 'secrets.existingSecret=s']);
   t.not(r.code, 0);
-  t.match(r.stderr, /leave secrets\.databaseUrl, secrets\.redisUrl, secrets\.leaseSigningKey and secrets\.leasePublicKeys empty/);
+  t.match(r.stderr, /leave secrets\.databaseUrl, secrets\.redisUrl, secrets\.leaseSigningKey, secrets\.leasePublicKeys and secrets\.guardTokenKey empty/);
 });
 
 for (const bad of ['anything=1', 'renderer.anything=1', 'networkPolicy.dns.podSelector.anything=1', 'controller.renderPool.maxReplica=3', 'renderer.slots=0', 'logLevel=verbose', 'image.digest=sha256:short']) {

@@ -390,6 +390,7 @@ const SECRETS = {
   databaseUrl: `postgres://postgres@postgresql:${BACKENDS.postgresql.port}/${DB}`,
   redisUrl: `redis://redis:${BACKENDS.redis.port}/${REDIS_DB}`,
   leaseSigningKey: TEST_LEASE_ENV.TINTYPE_LEASE_SIGNING_KEY,
+  guardTokenKey: TEST_LEASE_ENV.GUARD_TOKEN_KEY,
 };
 /** Whether the browser container's uid can make the user namespaces Chromium's sandbox needs on this machine. */
 const SANDBOX_HERE = spawnSync('setpriv', ['--reuid=10002', '--regid=10002', '--clear-groups', 'unshare', '--user', 'true']).status === 0;
@@ -416,6 +417,7 @@ t.before(async () => {
     `  redisUrl: ${SECRETS.redisUrl}`,
     `  leaseSigningKey: ${SECRETS.leaseSigningKey}`,
     `  leasePublicKeys: ${TEST_LEASE_ENV.TINTYPE_LEASE_PUBLIC_KEYS}`,
+    `  guardTokenKey: ${SECRETS.guardTokenKey}`,
     // Not the default, so the renderer's /state shows the value reached it.
     'renderer:',
     '  slots: 1',

@@ -12,7 +12,7 @@ import t from 'tap';
 import { httpStateReader } from '../../controller/read-state.ts';
 import { createGuard } from '../../guard/index.ts';
 import { createLogger } from '../../lib/log.ts';
-import { testLeaseKeyPair } from '../lib/leases.ts';
+import { testGuardTokens, testLeaseKeyPair } from '../lib/leases.ts';
 import { post, SITE_HOST, startHarness, startSite, until } from '../renderer/server/harness.ts';
 
 const held = new Set<http.ServerResponse>();
@@ -30,7 +30,7 @@ const site = await startSite((_req, res) => {
 const dir = await mkdtemp(path.join(os.tmpdir(), 'tintype-state-'));
 const socket = path.join(dir, 'guard.sock');
 const guard = createGuard({
-  socket, allowCidrs: [`${SITE_HOST}/32`], leasePublicKeys: [testLeaseKeyPair.publicKey], logger: createLogger('state-test', { level: 'error' }), stopGraceMs: 500,
+  socket, allowCidrs: [`${SITE_HOST}/32`], leasePublicKeys: [testLeaseKeyPair.publicKey], tokens: testGuardTokens, logger: createLogger('state-test', { level: 'error' }), stopGraceMs: 500,
 });
 await guard.start();
 const h = await startHarness({ env: { TINTYPE_SLOTS: '2', TINTYPE_RENDER_TIMEOUT_MS: '20000' }, poolGuardSocket: socket });

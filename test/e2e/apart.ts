@@ -165,10 +165,13 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
   // One lease key pair: policy signs with the private key, every renderer pod holds the public
   // key only, as the chart's Secret gives them.
   const leaseKeys = generateKeyPairSync('ed25519');
+  const tokenKey = randomBytes(32).toString('base64');
   const common: Record<string, string> = {
     TINTYPE_RENDER_TIMEOUT_MS: String(o.renderTimeoutMs),
     TINTYPE_LOG_LEVEL: o.logLevel ?? 'info',
     TINTYPE_LEASE_PUBLIC_KEYS: leaseKeyText(leaseKeys.publicKey),
+    // The guard and the renderers share the render token key (lib/render-token.ts); policy ignores it.
+    GUARD_TOKEN_KEY: tokenKey,
     ...(o.otlpSocket === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${ROLE_PORTS.otlp}` }),
   };
   const tintype = (ns: string, role: string, env: Record<string, string>): Proc => run(ns, [TINTYPE, role], { ...common, ...env });

@@ -14,6 +14,7 @@ import t from 'tap';
 import { GUARD_REASON_HEADER, refusedRequestName, renderAuthorization, renderStatsPath } from '../../lib/guard-contract.ts';
 import { closeServer, listenOn, startCanary, startGuardProcess as startGuard, viaGuard } from './helpers.ts';
 import { spawnTintype } from '../tintype.ts';
+import { TEST_LEASE_ENV, testGuardTokens } from '../lib/leases.ts';
 import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 
 function get(port: number, p: string, host = '127.0.0.1'): Promise<{ status: number; body: string }> {
@@ -59,7 +60,7 @@ t.test('tintype guard listens on PORT and GUARD_SOCKET, reports on its admin por
   t.equal(allowed.body, 'target /hi');
 
   // A render's refusals, read back over the socket the way the renderer reads them.
-  const token = 'commandTestToken0123456';
+  const token = testGuardTokens.mint();
   const named = await viaGuard({ socket }, `http://[::1]:${canary.port}/`, { headers: { 'proxy-authorization': renderAuthorization(token) } });
   t.equal(named.headers[GUARD_REASON_HEADER], 'private_address');
   const tally = await viaGuard({ socket }, renderStatsPath(token));
@@ -84,7 +85,7 @@ t.test('tintype guard listens on PORT and GUARD_SOCKET, reports on its admin por
 });
 
 t.test('a bad setting stops tintype guard with the name of the variable', async (t) => {
-  const g = spawnTintype('guard', { PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_ALLOW_CIDRS: '10.0.0.0/8,not-a-range' });
+  const g = spawnTintype('guard', { PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_TOKEN_KEY: TEST_LEASE_ENV.GUARD_TOKEN_KEY, GUARD_ALLOW_CIDRS: '10.0.0.0/8,not-a-range' });
   t.not(await g.exited, 0);
   t.match(JSON.stringify(g.lines), /GUARD_ALLOW_CIDRS/);
 });

@@ -8,6 +8,7 @@ import net from 'node:net';
 import puppeteer, { type Browser, type BrowserContext } from 'puppeteer-core';
 import { listenBesideService } from '../lib/listen-beside.ts';
 import { spawnTintype, type TintypeProcess } from '../tintype.ts';
+import { TEST_LEASE_ENV } from '../lib/leases.ts';
 
 /** A TCP listener on a refused address; `accepted` must stay zero. */
 export interface Canary {
@@ -190,7 +191,8 @@ export async function eventually(cond: () => boolean, rounds = 1200, everyMs = 2
 /** Starts `tintype guard` and waits for the line that says the admin port is up. */
 export function startGuardProcess(env: Record<string, string>): Promise<TintypeProcess & { port: number; adminPort: number }> {
   return new Promise((resolve, reject) => {
-    const g = spawnTintype('guard', env, (line) => {
+    // The render token key of the test roles (test/lib/leases.ts) unless the test gives its own.
+    const g = spawnTintype('guard', { GUARD_TOKEN_KEY: TEST_LEASE_ENV.GUARD_TOKEN_KEY, ...env }, (line) => {
       if (line.event === 'guard.admin_listening') {
         const listening = g.lines.find((l) => l.event === 'guard.listening');
         resolve({ ...g, port: Number(listening.port), adminPort: Number(line.port) });

@@ -124,6 +124,13 @@ const guard: Guard = createGuard({
 });
 await guard.start();
 const port = guard.address().port!;
+/** Render tokens as a renderer makes them (lib/render-token.ts); none may reach a log line. */
+const minted: string[] = [];
+const mint = (): string => {
+  const token = guard.tokens.mint();
+  minted.push(token);
+  return token;
+};
 const g = { port };
 t.teardown(async () => {
   await guard.stop();
@@ -142,7 +149,7 @@ t.test('absolute-form http reaches the address it was judged at, hop-by-hop head
   const answer = await viaGuard(g, at('public.test', '/p/a?q=1'), {
     method: 'POST',
     headers: {
-      'proxy-authorization': renderAuthorization('render-token-aaaaaaaa'),
+      'proxy-authorization': renderAuthorization(mint()),
       'proxy-connection': 'keep-alive',
       'x-page': 'kept',
       'content-type': 'text/plain',
@@ -164,7 +171,7 @@ t.test('absolute-form http reaches the address it was judged at, hop-by-hop head
 });
 
 t.test("a target's own x-guard-reason and x-guard-failure never pass through: only the guard's own answers carry them", async (t) => {
-  const token = 'tokenOWNREASONxxxxxxxxxx';
+  const token = mint();
   const answer = await viaGuard(g, at('public.test', '/own-reason'), { headers: { 'proxy-authorization': renderAuthorization(token) } });
   t.equal(answer.status, 403, "the target's status passes");
   t.equal(answer.body, 'not the guard', "the target's body passes");
@@ -211,7 +218,7 @@ t.test('absolute-form WebSocket upgrades are judged, then tunnelled in origin-fo
   const upgrade = (url: string, extra = ''): string =>
     `GET ${url} HTTP/1.1\r\nHost: whatever\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n${extra}\r\n`;
   const before = seen.length;
-  const ok = await rawExchange(port, upgrade(at('public.test', '/socket'), `Proxy-Authorization: ${renderAuthorization('render-token-bbbbbbbb')}\r\n`));
+  const ok = await rawExchange(port, upgrade(at('public.test', '/socket'), `Proxy-Authorization: ${renderAuthorization(mint())}\r\n`));
   t.match(ok, /^HTTP\/1\.1 101 Switching Protocols/);
   t.match(ok, /upgraded$/);
   const got = seen.at(before);
@@ -348,9 +355,7 @@ t.test('reason precedence: the first of bad_scheme, credentials_in_url, bad_host
 });
 
 t.test('refusals are counted per render, named by Proxy-Authorization', async (t) => {
-  const tokenA = 'tokenAAAAAAAAAAAAAAAAAA';
-  const tokenB = 'tokenBBBBBBBBBBBBBBBBBB';
-  const tokenC = 'tokenCCCCCCCCCCCCCCCCCC';
+  const [tokenA, tokenB, tokenC] = [mint(), mint(), mint()];
   const as = (token: string) => ({ headers: { 'proxy-authorization': renderAuthorization(token) } });
   const unnamedBefore = guard.unnamedTally().blocked;
 
@@ -514,7 +519,7 @@ t.test('decision lines carry the reason and never a URL, host, address or token'
   const secrets = [
     'public.test', 'several.test', 'rebind', 'nx.test', 'selfname', 'localhost', 'printer', 'evil',
     CANARY_HOST, TARGET_HOST, SELF_HOST, '::1', '7f00', 'javascript', 'data:', '/p/a', 'q=1',
-    'tokenA', 'tokenB', 'render-token', String(targetPort), String(canary.port), String(canary6.port),
+    ...minted, String(targetPort), String(canary.port), String(canary6.port),
   ];
   for (const s of secrets) t.notOk(all.includes(s), `no log line contains ${s}`);
   const metrics = registry.render();

@@ -8,6 +8,7 @@ import http from 'node:http';
 import t from 'tap';
 import { closeServer, listenOn } from './helpers.ts';
 import { spawnTintype } from '../tintype.ts';
+import { TEST_LEASE_ENV } from '../lib/leases.ts';
 
 t.test('a tunnel open at SIGTERM keeps working past 5 s, within the render budget', async (t) => {
   const echo = net.createServer((c) => c.pipe(c));
@@ -16,7 +17,7 @@ t.test('a tunnel open at SIGTERM keeps working past 5 s, within the render budge
   let guardPort = 0;
   let guard!: ReturnType<typeof spawnTintype>;
   const ready = new Promise<void>((resolve) => {
-    const g = spawnTintype('guard', { PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_ALLOW_CIDRS: '127.0.0.5/32', TINTYPE_RENDER_TIMEOUT_MS: '9000' }, (line) => {
+    const g = spawnTintype('guard', { PORT: '0', TINTYPE_ADMIN_PORT: '0', GUARD_ALLOW_CIDRS: '127.0.0.5/32', TINTYPE_RENDER_TIMEOUT_MS: '9000', GUARD_TOKEN_KEY: TEST_LEASE_ENV.GUARD_TOKEN_KEY }, (line) => {
       if (line.event === 'guard.listening') guardPort = Number(line.port);
       if (line.event === 'guard.admin_listening') resolve();
     });

@@ -5,7 +5,7 @@
  * recorded a moment later is not lost to the render. The wait is bounded.
  */
 import t, { type Test } from 'tap';
-import { newRenderToken, renderAuthorization, renderStatsPath } from '../../lib/guard-contract.ts';
+import { renderAuthorization, renderStatsPath } from '../../lib/guard-contract.ts';
 import { createLogger } from '../../lib/log.ts';
 import { createGuard } from '../../guard/index.ts';
 import { connectVia, viaGuard } from './helpers.ts';
@@ -34,7 +34,7 @@ async function guardWithLateName(t: Test) {
 
 t.test('an absolute-form request still being judged when the tally is read over HTTP is counted', async (t) => {
   const { guard, port, wasAsked, answer } = await guardWithLateName(t);
-  const token = newRenderToken();
+  const token = guard.tokens.mint();
   const refused = viaGuard(guard.address(), 'http://late.test/', { headers: { 'proxy-authorization': renderAuthorization(token) } });
   await wasAsked;
   const read = viaGuard({ port }, renderStatsPath(token));
@@ -48,7 +48,7 @@ t.test('an absolute-form request still being judged when the tally is read over 
 
 t.test('a CONNECT still being judged when the tally is taken in process is counted', async (t) => {
   const { guard, port, wasAsked, answer } = await guardWithLateName(t);
-  const token = newRenderToken();
+  const token = guard.tokens.mint();
   const refused = connectVia(port, 'late.test:443', { 'proxy-authorization': renderAuthorization(token) });
   await wasAsked;
   const read = guard.settledTally(token);
@@ -60,7 +60,7 @@ t.test('a CONNECT still being judged when the tally is taken in process is count
 
 t.test('a read waits at most its bound: a verdict that does not come leaves what is recorded', async (t) => {
   const { guard, port, wasAsked, answer } = await guardWithLateName(t);
-  const token = newRenderToken();
+  const token = guard.tokens.mint();
   const pending = viaGuard(guard.address(), 'http://late.test/', { headers: { 'proxy-authorization': renderAuthorization(token) } });
   await viaGuard({ port }, 'ftp://other.test/', { headers: { 'proxy-authorization': renderAuthorization(token) } });
   await wasAsked;

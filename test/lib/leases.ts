@@ -2,14 +2,23 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { leaseKeyText, leaseSigner, type LeaseClaims } from '../../lib/lease.ts';
 import type { Operation } from '../../lib/policy-contract.ts';
+import { RenderTokens } from '../../lib/render-token.ts';
 
 const pair = generateKeyPairSync('ed25519');
+const tokenKey = randomBytes(32).toString('base64');
 
-/** The lease settings of test roles: policy signs with the private key, renderers hold the public one. */
+/**
+ * The key settings of test roles: policy signs with the private key, renderers hold the public
+ * one; a guard and the renderers using it share the render token key (lib/render-token.ts).
+ */
 export const TEST_LEASE_ENV = Object.freeze({
   TINTYPE_LEASE_SIGNING_KEY: leaseKeyText(pair.privateKey),
   TINTYPE_LEASE_PUBLIC_KEYS: leaseKeyText(pair.publicKey),
+  GUARD_TOKEN_KEY: tokenKey,
 });
+
+/** The render token key of TEST_LEASE_ENV: a guard of a test's own, and the endpoint of a pool using it. */
+export const testGuardTokens = RenderTokens.fromKeyText(tokenKey)!;
 
 /** The key pair itself: a guard of a test's own checks leases with its public key. */
 export const testLeaseKeyPair = pair;

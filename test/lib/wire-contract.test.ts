@@ -7,7 +7,8 @@
  */
 import t from 'tap';
 import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
-import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER, RENDER_STATS_PATH, RENDER_TOKEN_FORM, newRenderToken, renderAuthorization, renderStatsPath, renderTokenFrom, renderTokenFromPath } from '../../lib/guard-contract.ts';
+import { GUARD_FAILURE_HEADER, GUARD_REASON_HEADER, RENDER_STATS_PATH, RENDER_TOKEN_FORM, renderAuthorization, renderStatsPath, renderTokenFrom, renderTokenFromPath } from '../../lib/guard-contract.ts';
+import { RenderTokens } from '../../lib/render-token.ts';
 import {
   ATTEMPT_HEADER, CACHE_OUTCOMES, CLAIM_PATH, CLAIM_STATUS, EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, LEASE_ID_FORM, MAX_BODY_BYTES, RATELIMIT_LIMIT_HEADER,
   RATELIMIT_REMAINING_HEADER, RELEASE_PATH, SETTLE_PATH,
@@ -66,8 +67,8 @@ t.test('a render token is 16 to 64 base64url characters, named the same in Proxy
     t.equal(renderTokenFromPath(RENDER_STATS_PATH + token), ok ? token : undefined, `tally path: ${name}`);
     t.equal(renderTokenFrom(renderAuthorization(token)), ok ? token : undefined, `Proxy-Authorization: ${name}`);
   }
-  const token = newRenderToken();
-  t.ok(RENDER_TOKEN_FORM.test(token), 'newRenderToken is a render token');
+  const token = RenderTokens.generate().mint();
+  t.ok(RENDER_TOKEN_FORM.test(token), 'a minted token is a render token');
   t.equal(renderTokenFromPath(renderStatsPath(token)), token, 'the renderer asks the path the guard reads');
   t.equal(renderTokenFromPath(`/other/${token}`), undefined, 'another path names no render');
 });

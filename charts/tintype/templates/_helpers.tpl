@@ -201,7 +201,7 @@ render with the keys to add, instead of pods that never start (charts/tintype/UP
 {{- define "tintype.validateExistingSecrets" -}}
 {{- $want := dict -}}
 {{- with .Values.secrets.existingSecret -}}
-{{- $keys := list "DATABASE_URL" "REDIS_URL" "TINTYPE_LEASE_SIGNING_KEY" "TINTYPE_LEASE_PUBLIC_KEYS" -}}
+{{- $keys := list "DATABASE_URL" "REDIS_URL" "TINTYPE_LEASE_SIGNING_KEY" "TINTYPE_LEASE_PUBLIC_KEYS" "GUARD_TOKEN_KEY" -}}
 {{- if $.Values.migrations.enabled }}{{ $keys = append $keys $.Values.migrations.databaseUrlKey | uniq }}{{ end -}}
 {{- $_ := set $want . (list "secrets.existingSecret" $keys) -}}
 {{- end -}}
@@ -224,12 +224,15 @@ render with the keys to add, instead of pods that never start (charts/tintype/UP
 {{- define "tintype.validate" -}}
 {{- $s := .Values.secrets -}}
 {{- if $s.existingSecret -}}
-{{- if or $s.databaseUrl $s.redisUrl $s.leaseSigningKey $s.leasePublicKeys -}}
-{{- fail "secrets.existingSecret is set: leave secrets.databaseUrl, secrets.redisUrl, secrets.leaseSigningKey and secrets.leasePublicKeys empty (they belong in that Secret)" -}}
+{{- if or $s.databaseUrl $s.redisUrl $s.leaseSigningKey $s.leasePublicKeys $s.guardTokenKey -}}
+{{- fail "secrets.existingSecret is set: leave secrets.databaseUrl, secrets.redisUrl, secrets.leaseSigningKey, secrets.leasePublicKeys and secrets.guardTokenKey empty (they belong in that Secret)" -}}
 {{- end -}}
 {{- else -}}
 {{- if not (and $s.databaseUrl $s.redisUrl $s.leaseSigningKey $s.leasePublicKeys) -}}
 {{- fail "set secrets.existingSecret, or all of secrets.databaseUrl, secrets.redisUrl, secrets.leaseSigningKey and secrets.leasePublicKeys" -}}
+{{- end -}}
+{{- if lt (len (default "" $s.guardTokenKey)) 43 -}}
+{{- fail "set secrets.guardTokenKey to the base64 of 32 random bytes (openssl rand -base64 32): the guard accepts only render tokens made with it (charts/tintype/UPGRADING.md 0.3.0)" -}}
 {{- end -}}
 {{- end -}}
 {{- include "tintype.validateExistingSecrets" . -}}
@@ -317,6 +320,29 @@ label anywhere in the cluster (docs/security.md).
 {{- define "tintype.browserMemoryMiB" -}}
 {{- $v := .Values.renderer -}}
 {{- add (mul $v.memory.perSlotMiB $v.slots) $v.shmMiB -}}
+{{- end -}}
+
+{{/*
+The guard's bounds (docs/security.md "The guard", "Capacity"): every render of every renderer
+holds at most guard.tunnelsPerRender tunnels, so a guard holds them all (a render keeps to one
+guard, and one guard may get them all) with the unnamed peers' bound on top, unless
+guard.maxTunnels says otherwise. Renderers: renderer.replicas, or the RenderPool's maxReplicas
+when something else scales them.
+*/}}
+{{- define "tintype.guardRenderers" -}}
+{{- $r := .Values.renderer.replicas -}}
+{{- if or .Values.controller.enabled (kindIs "invalid" $r) }}{{ .Values.controller.renderPool.maxReplicas | int64 }}{{ else }}{{ $r | int64 }}{{ end -}}
+{{- end -}}
+
+{{/* Connections one renderer pod holds at one guard: its renders' tunnels and requests, a few more per slot for tallies, and the unnamed bound. */}}
+{{- define "tintype.guardPerPeer" -}}
+{{- $g := .Values.guard -}}
+{{- add (mul .Values.renderer.slots (add $g.tunnelsPerRender 4)) $g.unnamedTunnels -}}
+{{- end -}}
+
+{{- define "tintype.guardMaxTunnels" -}}
+{{- $g := .Values.guard -}}
+{{- if $g.maxTunnels }}{{ $g.maxTunnels | int64 }}{{ else }}{{ add (mul (include "tintype.guardRenderers" . | int64) .Values.renderer.slots $g.tunnelsPerRender) $g.unnamedTunnels }}{{ end -}}
 {{- end -}}
 
 {{/* The browser's recycle threshold: renderer.browserMaxRssMb, or its container's limit less the /dev/shm allowance. */}}
@@ -426,7 +452,7 @@ empty then, and no annotation is written.
 {{- if $s.existingSecret -}}
 {{- $data = (lookup "v1" "Secret" $root.Release.Namespace $s.existingSecret).data | default dict -}}
 {{- else -}}
-{{- $data = dict "DATABASE_URL" ($s.databaseUrl | b64enc) "REDIS_URL" ($s.redisUrl | b64enc) "TINTYPE_LEASE_SIGNING_KEY" ($s.leaseSigningKey | b64enc) "TINTYPE_LEASE_PUBLIC_KEYS" ($s.leasePublicKeys | b64enc) -}}
+{{- $data = dict "DATABASE_URL" ($s.databaseUrl | b64enc) "REDIS_URL" ($s.redisUrl | b64enc) "TINTYPE_LEASE_SIGNING_KEY" ($s.leaseSigningKey | b64enc) "TINTYPE_LEASE_PUBLIC_KEYS" ($s.leasePublicKeys | b64enc) "GUARD_TOKEN_KEY" ($s.guardTokenKey | b64enc) -}}
 {{- end -}}
 {{- if $data -}}
 {{- $parts := list -}}

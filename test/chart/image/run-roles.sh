@@ -120,8 +120,10 @@ key=$(grep -o 'sk_[A-Za-z0-9_-]*' "$work/keys.log" | head -1)
 
 # A site on loopback, reached only through the guard (GUARD_ALLOW_CIDRS lets the guard fetch it).
 node "$here/site.mjs" 127.0.0.2 8000 > "$work/site.log" 2>&1 &
-envfile guard tintype-core PORT=3128 TINTYPE_ADMIN_PORT=9128 GUARD_ALLOW_CIDRS=127.0.0.2/32 "${guard_leases[@]}" > /dev/null
-envfile renderer tintype-renderer PORT=8082 TINTYPE_ADMIN_PORT=9082 TINTYPE_ISOLATION=pod GUARD_URL=http://127.0.0.1:3128 GUARD_ALLOW_CIDRS=127.0.0.2/32 \
+# The render token key the guard and the renderer container share, as the chart's Secret gives it.
+token_key=$(head -c 32 /dev/urandom | base64)
+envfile guard tintype-core PORT=3128 TINTYPE_ADMIN_PORT=9128 GUARD_ALLOW_CIDRS=127.0.0.2/32 GUARD_TOKEN_KEY="$token_key" "${guard_leases[@]}" > /dev/null
+envfile renderer tintype-renderer PORT=8082 TINTYPE_ADMIN_PORT=9082 TINTYPE_ISOLATION=pod GUARD_URL=http://127.0.0.1:3128 GUARD_ALLOW_CIDRS=127.0.0.2/32 GUARD_TOKEN_KEY="$token_key" \
   "${renderer_leases[@]}" TINTYPE_SLOTS=1 \
   TINTYPE_BROWSER_SOCKET=/run/tintype-browser/cdp.sock > /dev/null
 envfile browser tintype-browser TINTYPE_BROWSER_SOCKET=/run/tintype-browser/cdp.sock TINTYPE_BROWSER_CONNECTIONS=2 > /dev/null

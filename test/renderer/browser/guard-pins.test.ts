@@ -122,7 +122,7 @@ t.test("pod isolation's relays: a request goes to its render's guard; a render's
     of: async (token) => pins.get(token) ?? (pins.set(token, guards[pins.size % 2]!), pins.get(token)!),
     forget: (token) => void forgotten.push(token),
   };
-  const relays = await pinnedRelays(1, route);
+  const relays = await pinnedRelays(1, route, 8);
   t.teardown(() => relays.close());
   const through = (): Promise<string> => new Promise((resolve, reject) => {
     const [host, port] = relays.laneAddresses[0]!.split(':');

@@ -14,9 +14,9 @@ import t from 'tap';
 import { createGuard, type Guard } from '../../../guard/index.ts';
 import { loadConfig } from '../../../lib/config.ts';
 import { settleIsMetered } from '../../../lib/policy-contract.ts';
-import { createBrowserPool } from '../../../renderer/browser/index.ts';
+import { createBrowserPool, guardEndpointFromConfig } from '../../../renderer/browser/index.ts';
 import { BLOCKED_HEADER } from '../../../renderer/server/answer-headers.ts';
-import { TEST_LEASE_ENV, testLeaseKeyPair } from '../../lib/leases.ts';
+import { TEST_LEASE_ENV, testGuardTokens, testLeaseKeyPair } from '../../lib/leases.ts';
 import { post, SITE_HOST, startHarness, startSite } from '../server/harness.ts';
 import { quietLogger } from './helpers.ts';
 
@@ -48,7 +48,7 @@ async function startGuards(): Promise<{ port: number; guards: Array<{ guard: Gua
   let port = 0;
   for (const host of GUARD_HOSTS) {
     const lines: string[] = [];
-    const guard = createGuard({ host, port, allowCidrs: [`${SITE_HOST}/32`], leasePublicKeys: [testLeaseKeyPair.publicKey], logger: quietLogger(lines), stopGraceMs: 200 });
+    const guard = createGuard({ host, port, allowCidrs: [`${SITE_HOST}/32`], leasePublicKeys: [testLeaseKeyPair.publicKey], tokens: testGuardTokens, logger: quietLogger(lines), stopGraceMs: 200 });
     await guard.start();
     t.teardown(() => guard.stop());
     port = guard.address().port!;
@@ -75,7 +75,7 @@ t.test(`pod isolation, GUARD_URL naming two guards: ${ROUNDS * 2} url renders, e
   const pool = createBrowserPool({
     config,
     logger: quietLogger(),
-    guard: { url: config.guardUrl! },
+    guard: guardEndpointFromConfig(config),
     guardLookup: async (host) => {
       if (host !== GUARD_NAME) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${host}`), { code: 'ENOTFOUND' });
       lookups += 1;

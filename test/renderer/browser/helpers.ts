@@ -11,6 +11,7 @@ import path from 'node:path';
 import type { Page } from 'puppeteer-core';
 import { createLogger, type Logger } from '../../../lib/log.ts';
 import { createGuard, DnsFailure, type Guard } from '../../../guard/index.ts';
+import { testGuardTokens } from '../../lib/leases.ts';
 import { createBrowserPool, type BrowserPool, type BrowserPoolOptions, type GuardEndpoint, type RenderContext } from '../../../renderer/browser/index.ts';
 import { processTree } from '../../../renderer/browser/process-tree.ts';
 import { launcherReport } from '../../../renderer/browser/socket-transport.ts';
@@ -48,6 +49,7 @@ export async function startGuard(
     port: 0,
     host: '127.0.0.1',
     allowCidrs: options.allowCidrs ?? [`${SITE_HOST}/32`],
+    tokens: testGuardTokens,
     logger: quietLogger(options.lines),
     resolve: async (name) => {
       if (name === SITE_NAME) return [SITE_HOST];
@@ -62,7 +64,7 @@ export async function startGuard(
 
 /** The endpoint a pool is given for a guard in this process (the in-process tally). */
 export function inProcess(g: { guard: Guard; socketPath: string; url: string }): GuardEndpoint {
-  return { socketPath: g.socketPath, url: g.url, takeTally: (token) => g.guard.settledTally(token) };
+  return { socketPath: g.socketPath, url: g.url, tokens: g.guard.tokens, takeTally: (token) => g.guard.settledTally(token) };
 }
 
 /** A test site: routes by path; counts requests per path and the connections still open. */
@@ -127,7 +129,8 @@ type PoolConfig = BrowserPoolOptions['config'];
 /** A started pool against `guard`, stopped at teardown. */
 export async function startPool(
   t: Teardowns,
-  guard: GuardEndpoint,
+  /** Render tokens are made with the test key (test/lib/leases.ts) unless the endpoint says otherwise. */
+  guard: Omit<GuardEndpoint, 'tokens'> & Partial<Pick<GuardEndpoint, 'tokens'>>,
   options: {
     config?: Partial<PoolConfig>;
     lines?: string[];
@@ -151,7 +154,7 @@ export async function startPool(
   const pool = createBrowserPool({
     config,
     logger: quietLogger(options.lines),
-    guard,
+    guard: { tokens: testGuardTokens, ...guard },
     ...(options.timings === undefined ? {} : { timings: options.timings }),
     ...(options.netnsUserNamespace === undefined ? {} : { netnsUserNamespace: options.netnsUserNamespace }),
     ...(options.launch === undefined ? {} : { launch: options.launch }),

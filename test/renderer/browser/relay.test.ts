@@ -183,3 +183,25 @@ t.test('connections reset while the relays refuse or carry them end there, not t
   t.equal(await proxyGet(idle), 403, 'a lane with no render still refuses');
   t.equal(await proxyGet(owned), 502, 'a lane whose guard drops it answers 502');
 });
+
+t.test('a lane holds at most its bound of tunnels the guard opened; the next CONNECT is 503 and reaches nobody; a closed one frees its place', async (t) => {
+  const up = await recordingUpstream(t);
+  const relays = await startRelays({ lanes: 1, dial: () => net.connect({ path: up.socketPath }), maxOpenPerLane: 3 });
+  t.teardown(() => relays.close());
+  const [lane] = relays.laneAddresses as [string];
+  await relays.setToken(0, 'R'.repeat(24));
+  const opened: net.Socket[] = [];
+  t.teardown(() => opened.forEach((s) => s.destroy()));
+  const statuses: string[] = [];
+  for (let i = 0; i < 5; i += 1) {
+    const { status, socket } = await proxyConnect(lane);
+    opened.push(socket);
+    statuses.push(status);
+  }
+  t.same(statuses.map((s) => s.split(' ')[1]), ['200', '200', '200', '503', '503']);
+  t.equal(up.heads.filter((h) => h.startsWith('CONNECT ')).length, 3, 'the guard saw the three it opened only');
+  opened[0]!.destroy();
+  await until(() => up.open.size === 2);
+  t.equal((await proxyConnect(lane)).status.split(' ')[1], '200', 'a place freed is taken again');
+  t.equal(await proxyGet(lane), 200, 'requests are not held to the bound');
+});

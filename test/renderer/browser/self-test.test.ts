@@ -8,6 +8,7 @@ import path from 'node:path';
 import t from 'tap';
 import { ServiceError } from '../../../lib/errors.ts';
 import { createGuard } from '../../../guard/index.ts';
+import { testGuardTokens } from '../../lib/leases.ts';
 import { canaryAddresses, runSelfTest, selfTestPage } from '../../../renderer/browser/self-test.ts';
 import { inProcess, job, quietLogger, startGuard, startPool, tempDir, until } from './helpers.ts';
 import { startStandInGuard } from './stand-in-guard.ts';
@@ -62,7 +63,7 @@ t.test('no guard: guard_unverified until one appears, then it passes', async (t)
   t.equal(await code(pool.render(job(async () => 'x'))), 'guard_unverified', 'a render is refused');
   t.match(failures(lines)[0], /test render failed/, 'the failure was logged');
 
-  const guard = createGuard({ socket: socketPath, logger: quietLogger() });
+  const guard = createGuard({ socket: socketPath, tokens: testGuardTokens, logger: quietLogger() });
   await guard.start();
   t.teardown(() => guard.stop());
   await until(() => pool.selfTestPassed());
@@ -98,7 +99,7 @@ t.test('a guard lost after the self-test passed: guard_unverified, not render_fa
   t.equal(await code(pool.render(job(async () => 'x'))), 'guard_unverified', 'the next render is refused at once');
   t.ok(lines.some((l) => (JSON.parse(l) as { event: string }).event === 'guard.lost'), 'the loss is logged');
 
-  const back = createGuard({ socket: g.socketPath, logger: quietLogger() });
+  const back = createGuard({ socket: g.socketPath, tokens: testGuardTokens, logger: quietLogger() });
   await back.start();
   t.teardown(() => back.stop());
   await until(() => pool.selfTestPassed());

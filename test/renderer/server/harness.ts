@@ -11,9 +11,9 @@ import { loadConfig, type Config } from '../../../lib/config.ts';
 import { createLogger, type Logger } from '../../../lib/log.ts';
 import { Registry } from '../../../lib/metrics.ts';
 import { LEASE_HEADER, operationFor, type Operation, type SettleRequest, type Settler } from '../../../lib/policy-contract.ts';
-import { TEST_LEASE_ENV, signedLease } from '../../lib/leases.ts';
+import { TEST_LEASE_ENV, signedLease, testGuardTokens } from '../../lib/leases.ts';
 import { listenBesideService } from '../../lib/listen-beside.ts';
-import { createGuard, judgeUrl, type Guard } from '../../../guard/index.ts';
+import { createGuard, guardSettings, judgeUrl, type Guard } from '../../../guard/index.ts';
 import { createBrowserPool, type BrowserPool } from '../../../renderer/browser/index.ts';
 import { FileCache, type RenderCache } from '../../../renderer/cache/index.ts';
 import type { UrlJudge } from '../../../renderer/operations/index.ts';
@@ -158,8 +158,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ? createLogger('renderer-test', { level: 'debug', sink: options.logSink })
     : createLogger('renderer-test', { level: config.logLevel });
   const registry = new Registry();
-  // The guard checks each render's lease when the renderer opens it (docs/security.md "Egress policy per key").
-  const guard = createGuard({ socket: path.join(dir, 'guard.sock'), allowCidrs: config.guardAllowCidrs, leasePublicKeys: config.leasePublicKeys, logger, stopGraceMs: 500 });
+  const guardTokens = config.guardTokens ?? testGuardTokens;
+  // The guard of the settings (GUARD_*), which checks each render's lease when the renderer opens
+  // it (docs/security.md "Egress policy per key").
+  const guard = createGuard({ ...guardSettings(config), socket: path.join(dir, 'guard.sock'), tokens: guardTokens, logger, stopGraceMs: 500 });
   await guard.start();
   const pool =
     options.pool ??
@@ -168,8 +170,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       logger,
       registry,
       guard: options.poolGuardSocket !== undefined
-        ? { socketPath: options.poolGuardSocket }
-        : { socketPath: path.join(dir, 'guard.sock'), takeTally: (token) => guard.settledTally(token) },
+        ? { socketPath: options.poolGuardSocket, tokens: guardTokens }
+        : { socketPath: path.join(dir, 'guard.sock'), tokens: guardTokens, tunnelsPerRender: config.guardMaxTunnelsPerRender, takeTally: (token) => guard.settledTally(token) },
     });
   const cache = options.cache?.(dir, logger) ?? new FileCache({ dir: path.join(dir, 'cache'), maxBytes: config.cacheMaxBytes, logger });
   await cache.start();
