@@ -9,7 +9,7 @@
  * browser image carries it (no checkout, no packages).
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ROOT } from '../../helm.ts';
 
@@ -19,22 +19,28 @@ export interface VolumeMount {
   mountPath: string;
 }
 
-/** Compiles renderer/browser/launcher/main.ts into `out/launcher.mjs`; fails if it needs any package. */
+/**
+ * Compiles the launcher's two entry points (renderer/browser/launcher/main.ts, and session-main.ts,
+ * which it starts beside itself for each browser) into the directory `out/launcher`, as the image
+ * holds them in /app/launcher; fails if either needs any package. Returns the directory.
+ */
 export function compileLauncher(out: string): string {
-  mkdirSync(out, { recursive: true });
-  const file = path.join(out, 'launcher.mjs');
+  const dir = path.join(out, 'launcher');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'package.json'), '{"type":"module"}\n');
   const r = spawnSync(
     process.execPath,
     [
       '-e',
-      "require('esbuild').buildSync({entryPoints:[process.argv[1]],outfile:process.argv[2],bundle:true,platform:'node',format:'esm',target:'node20',external:['node:*'],logLevel:'error'})",
+      "require('esbuild').buildSync({entryPoints:process.argv.slice(2),outdir:process.argv[1],bundle:true,platform:'node',format:'esm',target:'node20',external:['node:*'],logLevel:'error'})",
+      dir,
       path.join(ROOT, 'renderer/browser/launcher/main.ts'),
-      file,
+      path.join(ROOT, 'renderer/browser/launcher/session-main.ts'),
     ],
     { cwd: ROOT, encoding: 'utf8' },
   );
   if (r.status !== 0) throw new Error(`the launcher does not compile on its own: ${r.stderr}`);
-  return file;
+  return dir;
 }
 
 /** The host directories standing for a pod's emptyDirs, made once per pod and volume, shared by its containers. */
@@ -66,6 +72,7 @@ export function browserContainerArgv(options: {
   mounts: VolumeMount[];
   /** Directories of this machine the container's image does not have (the run's files). */
   masked: string[];
+  /** The compiled launcher's directory (compileLauncher). */
   launcher: string;
   env: Record<string, string>;
 }): string[] {
@@ -74,9 +81,9 @@ export function browserContainerArgv(options: {
     'set -e',
     ...mountLines(options.mounts),
     // What the image holds of this run: the compiled launcher and Node.
-    `mkdir -p ${image}`,
-    `touch ${image}/launcher.mjs ${image}/node`,
-    `mount --bind '${options.launcher}' ${image}/launcher.mjs`,
+    `mkdir -p ${image}/launcher`,
+    `touch ${image}/node`,
+    `mount --bind '${options.launcher}' ${image}/launcher`,
     `mount --bind '${process.execPath}' ${image}/node`,
     'mount -t tmpfs -o mode=1777,size=256m tintype-shm /dev/shm',
     ...options.masked.map((d) => `if [ -d '${d}' ]; then mount -t tmpfs -o mode=0755,size=1m tintype-masked '${d}'; fi`),
@@ -84,7 +91,7 @@ export function browserContainerArgv(options: {
       options.env,
     )
       .map(([k, v]) => `'${k}=${v}'`)
-      .join(' ')} ${image}/node ${image}/launcher.mjs`,
+      .join(' ')} ${image}/node ${image}/launcher/main.js`,
   ].join('\n');
   return ['ip', 'netns', 'exec', options.ns, 'unshare', '--pid', '--fork', '--mount-proc', '--', 'sh', '-c', script];
 }
