@@ -124,10 +124,12 @@ return 'claimed'
 
 /**
  * KEYS[1] the key's `s` hash. ARGV: prefix, key id, lease id, status ('' for none), error, cache,
- * metered (0/1), recorded (0/1), now, closed-lease memory ms.
- * Answers {result, UsageRecord JSON or ''}: `already` gives the record kept at the close.
+ * metered (0/1), recorded (0/1), now, closed-lease memory ms, deadline.
+ * Answers {result, UsageRecord JSON or ''}: `already` gives the record kept at the close; `late`
+ * changes nothing (the renderer was answered 503 and settles again).
  */
-export const SETTLE_LUA = FORGET + CLOSE + `
+export const SETTLE_LUA = LATE + FORGET + CLOSE + `
+if late(ARGV[11]) then return { 'late', '' } end
 local p, key, id = ARGV[1], ARGV[2], ARGV[3]
 local now, memory = tonumber(ARGV[9]), tonumber(ARGV[10])
 forget(p, now - memory)

@@ -185,8 +185,8 @@ export function openRedisStore(o: RedisStoreOptions): PolicyStore {
       const keyId = s.keyId ?? (await redis.get(leaseIndex(s.leaseId)));
       if (keyId === null) return 'unknown';
       const p = keyPrefix(keyId);
-      const [result, event] = await redis.tintypeSettle(`${p}s`, p, keyId, s.leaseId, s.status ?? '', s.error ?? '', s.cache ?? '',
-        s.metered && s.recorded ? 1 : 0, s.recorded ? 1 : 0, s.now, CLOSED_LEASE_MEMORY_MS);
+      const [result, event] = notLate(await redis.tintypeSettle(`${p}s`, p, keyId, s.leaseId, s.status ?? '', s.error ?? '', s.cache ?? '',
+        s.metered && s.recorded ? 1 : 0, s.recorded ? 1 : 0, s.now, CLOSED_LEASE_MEMORY_MS, deadline()));
       // After the close, not inside it (another slot). Lost with a replica killed in between,
       // it is appended again by the renderer's retry, which answers `already`.
       if (event !== '') await redis.xadd(LEDGER_STREAM, '*', 'e', event);
