@@ -113,3 +113,30 @@ export function interimLedgerSink(redis: Redis, pool: pg.Pool): LedgerSink {
     },
   };
 }
+
+/**
+ * Waits until the sink has written every event appended before the call (none left undelivered
+ * or unacknowledged up to the stream's last id then), for at most `timeoutMs`; answers whether
+ * it has. Read-only: a report reads the ledger as of its start without writing anything.
+ */
+export async function ledgerWritten(redis: Redis, timeoutMs: number): Promise<boolean> {
+  const last = (await redis.xrevrange(LEDGER_STREAM, '+', '-', 'COUNT', 1))[0]?.[0];
+  if (last === undefined) return true;
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const groups = (await redis.xinfo('GROUPS', LEDGER_STREAM).catch(() => [])) as unknown[][];
+    const fields = groups.map((g) => Object.fromEntries(Array.from({ length: g.length / 2 }, (_, i) => [String(g[2 * i]), g[2 * i + 1]])))
+      .find((g) => g.name === INTERIM_SINK_GROUP);
+    const delivered = fields === undefined ? '0-0' : String(fields['last-delivered-id']);
+    const pending = fields === undefined ? [] : (await redis.xpending(LEDGER_STREAM, INTERIM_SINK_GROUP, '-', last, 1)) as unknown[];
+    if (streamIdAtLeast(delivered, last) && pending.length === 0) return true;
+    if (Date.now() >= until) return false;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+function streamIdAtLeast(a: string, b: string): boolean {
+  const [am, as] = a.split('-').map(BigInt) as [bigint, bigint];
+  const [bm, bs] = b.split('-').map(BigInt) as [bigint, bigint];
+  return am > bm || (am === bm && as >= bs);
+}
