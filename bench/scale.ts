@@ -133,7 +133,19 @@ async function database(secrets: readonly string[]): Promise<{ name: string; url
 
 interface Policy { child: ChildProcess; authz: number; settle: number }
 
-function startPolicy(env: Record<string, string>): Promise<Policy> {
+/** A policy process; started again when its start fails (a loaded machine can make its start-up read of 100,000 keys outlast a statement's budget). */
+async function startPolicy(env: Record<string, string>): Promise<Policy> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startPolicyOnce(env);
+    } catch (err) {
+      if (attempt >= 5) throw err;
+      process.stdout.write(`policy start failed (${err instanceof Error ? err.message.split('\n')[1] : err}); again\n`);
+    }
+  }
+}
+
+function startPolicyOnce(env: Record<string, string>): Promise<Policy> {
   const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'policy'], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...TEST_LEASE_ENV, PORT: '0', TINTYPE_POLICY_SETTLE_PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],

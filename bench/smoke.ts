@@ -23,6 +23,7 @@ const RUNS: Array<[string, string[]]> = [
   ['edge', ['--seconds', '1', '--connections', '4', '--latency-requests', '100']],
   ['controller', ['--hours', '1']],
   ['usage', ['--sizes', '2000,20000', '--keys', '20', '--runs', '1']],
+  ['scale', ['--quick']],
   ['soak', ['--clients', '4', '--seconds', '2', '--fuzz', '20', '--phase-seconds', '1']],
 ];
 

@@ -98,7 +98,10 @@ const tracer = trace.getTracer('tintype');
 export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   const { config, logger } = o;
   const plans = o.plans ?? loadPlans(config.plansFile);
-  const store = o.store ?? openStore(config);
+  // The counters store's ledger sink writes in the background: what it cannot write waits in the stream.
+  const store = o.store ?? openStore(config, {
+    onSinkError: (err) => logger.warn('store_unavailable', { during: 'ledger_sink', message: err instanceof Error ? err.message : String(err) }),
+  });
   const clock = o.clock ?? systemClock;
   const metrics = policyMetrics(o.registry);
   const policy = createPolicy({ store, plans, clock, leaseTtlMs: config.renderTimeoutMs + config.leaseGraceMs });

@@ -9,9 +9,9 @@ import { openSqliteStore } from './sqlite.ts';
 import { openRedisStore } from './redis/store.ts';
 import type { PolicyStore } from './store.ts';
 
-export function openStore(config: Readonly<Config>, options: { shortLived?: boolean } = {}): PolicyStore {
+export function openStore(config: Readonly<Config>, options: { shortLived?: boolean; onSinkError?: (err: unknown) => void } = {}): PolicyStore {
   if (config.databaseUrl !== undefined && config.countersUrl !== undefined) {
-    return openRedisStore({ countersUrl: config.countersUrl, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, shortLived: options.shortLived });
+    return openRedisStore({ countersUrl: config.countersUrl, databaseUrl: config.databaseUrl, poolSize: config.pgPoolSize, shortLived: options.shortLived, onSinkError: options.onSinkError });
   }
   if (config.databaseUrl !== undefined) return openPostgresStore({ url: config.databaseUrl, poolSize: config.pgPoolSize });
   // A short-lived admin command writes a row or two: no checkpoint thread for it.
