@@ -11,7 +11,8 @@ import { createPolicy } from '../../policy/authorize.ts';
 import { createKey, revokeKey } from '../../policy/keys.ts';
 import { BUILT_IN_PLANS, type Plans } from '../../policy/plans.ts';
 import { FRESH_MS } from '../../policy/egress.ts';
-import { keyPrefix } from '../../policy/store/redis/store.ts';
+import { keyPrefix, openRedisStore } from '../../policy/store/redis/store.ts';
+import { startPostgres, startRedis } from '../e2e/reliability/instances.ts';
 import { LEDGER_STREAM } from '../../policy/store/redis/interim-ledger-sink.ts';
 import type { UsageRecord } from '../../policy/store/store.ts';
 import { fakeClock, storeHome } from './stores.ts';
@@ -147,4 +148,38 @@ t.test('each closed lease with a record is one ledger event; a repeated settle a
   const expired = (await events())[2];
   t.match(expired, { leaseId: c.leaseId, outcome: 'unsettled', status: null, metered: false });
   t.equal((await store.usage(k.id)).length, 2, 'the ledger holds each lease once');
+});
+
+t.test('PostgreSQL away: a held key is checked, claimed and settled; the ledger waits in the stream and is written once it is back', async (t) => {
+  const database = await startPostgres();
+  const counters = await startRedis();
+  const store = openRedisStore({ countersUrl: counters.url, databaseUrl: database.url, poolSize: 4 });
+  t.teardown(async () => {
+    await store.close();
+    await counters.destroy();
+    await database.destroy();
+  });
+  await store.migrate();
+  const clock = fakeClock('2026-05-05T10:00:00Z');
+  const policy = createPolicy({ store, plans: PLANS, clock: clock.now, leaseTtlMs: 30_000 });
+  const k = await createKey(store, PLANS, { plan: 'wide', now: clock.now() });
+  const call = async (): Promise<void> => {
+    const d = await policy.check(`Bearer ${k.secret}`, 'pdf');
+    if (!d.allow) throw new Error('refused');
+    t.equal(await store.claim({ id: d.leaseId, keyId: k.id, operation: 'pdf' }), 'claimed');
+    t.equal(await policy.settle({ lease: d.leaseId, status: 200, cache: 'miss' }, k.id), 'settled');
+  };
+  await call();
+  await database.stop();
+  for (let i = 0; i < 5; i++) await call();
+  t.type(await store.egress.generation(), 'number', 'the egress lists\' generation is answered without PostgreSQL');
+  await database.start();
+  // The sink's pool finds its connections gone once; written on a later pass.
+  let written = 0;
+  for (let i = 0; i < 100 && written < 6; i++) {
+    written = await store.usage(k.id).then((u) => u.length, () => 0);
+    if (written < 6) await new Promise((r) => setTimeout(r, 300));
+  }
+  t.equal(written, 6, 'every settle of the outage is in the ledger, once');
+  t.equal(await store.monthUsed(k.id, '2026-05'), 6);
 });

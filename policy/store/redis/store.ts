@@ -28,6 +28,12 @@ import { LEDGER_STREAM, interimLedgerSink } from './interim-ledger-sink.ts';
 
 /** Moves whenever a key is made or revoked (key-cache.ts). */
 export const KEY_GENERATION = 'tintype:keys:generation';
+/**
+ * Moves whenever a key's egress policy changes (with PostgreSQL's own egress_generation): the
+ * replicas ask Redis, not PostgreSQL, whether to read the lists again (policy/egress.ts), so a
+ * check does not need PostgreSQL while it is away.
+ */
+export const EGRESS_GENERATION = 'tintype:egress:generation';
 /** Key id ▸ when its leases next need a sweep (scripts.ts SCHEDULE_LUA). */
 export const EXPIRY_SCHEDULE = 'tintype:expiry';
 /** A month's counter is kept this long after its month ends (then seeded again if ever asked). */
@@ -144,7 +150,20 @@ export function openRedisStore(o: RedisStoreOptions): PolicyStore {
 
   return {
     kind: 'redis',
-    egress: postgres.egress,
+    egress: {
+      ...postgres.egress,
+      async setPolicy(keyId, policy, now) {
+        const done = await postgres.egress.setPolicy(keyId, policy, now);
+        await redis.incr(EGRESS_GENERATION);
+        return done;
+      },
+      generation: async () => Number((await redis.get(EGRESS_GENERATION)) ?? 0),
+      async policies() {
+        // The generation first: a change landing between the two reads is read again at the next poll.
+        const generation = Number((await redis.get(EGRESS_GENERATION)) ?? 0);
+        return { ...(await postgres.egress.policies()), generation };
+      },
+    },
     migrate: (options) => postgres.migrate(options),
     pendingMigrations: () => postgres.pendingMigrations(),
     findKey: (hash) => postgres.findKey(hash),
