@@ -12,12 +12,10 @@
  *
  * `npm run bench -- scale [--seconds N] [--connections N] [--keys N] [--quick]`
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -29,8 +27,8 @@ import { openPostgresStore } from '../policy/store/postgres.ts';
 import { openRedisStore } from '../policy/store/redis/store.ts';
 import { INTERIM_SINK_GROUP, LEDGER_STREAM, interimLedgerSink } from '../policy/store/redis/interim-ledger-sink.ts';
 import { CLAIM_PATH, EXT_AUTHZ_PREFIX, LEASE_HEADER, SETTLE_PATH } from '../lib/policy-contract.ts';
-import { TEST_LEASE_ENV } from '../test/lib/leases.ts';
-import { freePort } from '../test/e2e/reliability/instances.ts';
+import { type PolicyProcess, startPolicyProcess } from '../test/policy/process.ts';
+import { startRedis } from '../test/e2e/reliability/instances.ts';
 import { cpuSecondsOf, percentile, printMachine, round2 } from './machine.ts';
 
 const { values: opts } = parseArgs({
@@ -50,7 +48,6 @@ const WARMUP_MS = QUICK ? 300 : 1_500;
 const SINK_EVENTS = QUICK ? 5_000 : 100_000;
 const WARM_KEYS = QUICK ? 20 : 200;
 const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
-const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/tintype');
 const PLANS_DOC = {
   plans: {
     bench: { monthlyQuota: 1_000_000_000, perMinute: 1_000_000, concurrentRenders: 10_000 },
@@ -88,22 +85,6 @@ interface Run {
   sinkLagP99Ms?: number;
 }
 
-/** A redis-server of this run's own: its pid is read for CPU. */
-async function startRedisServer(): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
-    probe.on('error', () => {});
-    const up = await probe.connect().then(() => true, () => false);
-    probe.disconnect();
-    if (up) break;
-    await sleep(100);
-  }
-  return { url, child };
-}
-
 /** A database of its own holding `secrets` as keys on the bench plan, migrated. */
 async function database(secrets: readonly string[]): Promise<{ name: string; url: string; drop(): Promise<void> }> {
   const name = `tintype_scale_${process.pid}_${randomBytes(3).toString('hex')}`;
@@ -138,46 +119,16 @@ async function database(secrets: readonly string[]): Promise<{ name: string; url
   };
 }
 
-interface Policy { child: ChildProcess; authz: number; settle: number }
-
 /** A policy process; started again when its start fails (a loaded machine can make its start-up read of 100,000 keys outlast a statement's budget). */
-async function startPolicy(env: Record<string, string>): Promise<Policy> {
+async function startPolicy(env: Record<string, string>): Promise<PolicyProcess> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startPolicyOnce(env);
+      return await startPolicyProcess({ TINTYPE_LOG_LEVEL: 'info', ...env });
     } catch (err) {
       if (attempt >= 5) throw err;
-      process.stdout.write(`policy start failed (${err instanceof Error ? err.message.split('\n')[1] : err}); again\n`);
+      process.stdout.write(`policy start failed (${err instanceof Error ? err.message.split('\n')[0] : err}); again\n`);
     }
   }
-}
-
-function startPolicyOnce(env: Record<string, string>): Promise<Policy> {
-  const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'policy'], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...TEST_LEASE_ENV, PORT: '0', TINTYPE_POLICY_SETTLE_PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`policy exited (${code}):\n${out}`)));
-    child.stderr!.on('data', (c: Buffer) => {
-      out += c.toString('utf8');
-      const m = /"port":(\d+),"settle_port":(\d+)/.exec(out);
-      if (m !== null) {
-        child.removeAllListeners('exit');
-        child.stderr!.removeAllListeners('data');
-        child.stderr!.resume();
-        resolve({ child, authz: Number(m[1]), settle: Number(m[2]) });
-      }
-    });
-  });
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const gone = new Promise((r) => child.once('exit', r));
-  child.kill('SIGTERM');
-  await gone;
 }
 
 function call(agent: http.Agent, port: number, p: string, headers: http.OutgoingHttpHeaders, body?: string): Promise<[number, string | undefined]> {
@@ -233,7 +184,7 @@ async function sinkLagMs(redis: Redis): Promise<number> {
   return oldest === undefined ? 0 : Math.max(0, Date.now() - Number(oldest.split('-')[0]));
 }
 
-async function drive(kind: Kind, replicas: Policy[], workload: Workload, secrets: readonly string[], meter: {
+async function drive(kind: Kind, replicas: PolicyProcess[], workload: Workload, secrets: readonly string[], meter: {
   admin: pg.Client; db: string; redis?: Redis; redisPid?: number;
 }): Promise<Run> {
   const edge = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
@@ -243,10 +194,8 @@ async function drive(kind: Kind, replicas: Policy[], workload: Workload, secrets
   let errors = 0;
   const warmEnd = performance.now() + WARMUP_MS;
   const end = warmEnd + SECONDS * 1000;
-  let before: { policy: number; redis: number; pg: number; tx: number; rs: { commands: number; reads: number } } | undefined;
-  const pids = replicas.map((r) => r.child.pid!);
+  const pids = replicas.map((r) => r.pid);
   let backends: number[] = [];
-  let sampling: ReturnType<typeof sample> | undefined;
   const lags: number[] = [];
   const sample = async () => {
     backends = await backendPids(meter.admin, meter.db);
@@ -255,6 +204,8 @@ async function drive(kind: Kind, replicas: Policy[], workload: Workload, secrets
       tx: await transactions(meter.admin, meter.db), rs: meter.redis === undefined ? { commands: 0, reads: 0 } : await redisStats(meter.redis),
     };
   };
+  // Read when the warm-up ends, whatever the loops are doing then.
+  const before = sleep(WARMUP_MS).then(sample);
   const lagLoop = (async () => {
     while (meter.redis !== undefined && performance.now() < end) {
       if (performance.now() > warmEnd) lags.push(await sinkLagMs(meter.redis));
@@ -264,12 +215,11 @@ async function drive(kind: Kind, replicas: Policy[], workload: Workload, secrets
   const loop = async (w: number): Promise<void> => {
     const r = replicas[w % replicas.length]!;
     while (performance.now() < end) {
-      if (before === undefined && performance.now() >= warmEnd) before = await (sampling ??= sample());
       // One key (key_1, not the tight one) takes half the traffic in the hot workload.
       const hot = workload === 'hot' && Math.random() < 0.5;
       const i = hot ? 1 : 2 + Math.floor(Math.random() * ((workload === 'warm' ? WARM_KEYS : secrets.length) - 2));
       const t0 = performance.now();
-      const [status, lease] = await call(edge, r.authz, `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${secrets[i]}` });
+      const [status, lease] = await call(edge, r.port, `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${secrets[i]}` });
       const t1 = performance.now();
       if (status !== 200 || lease === undefined) {
         errors++;
@@ -277,13 +227,13 @@ async function drive(kind: Kind, replicas: Policy[], workload: Workload, secrets
       }
       const body = (o: object) => JSON.stringify({ lease, ...o });
       const cb = body({});
-      const [cs] = await call(renderers, r.settle, CLAIM_PATH, { 'content-type': 'application/json', 'content-length': String(cb.length) }, cb);
+      const [cs] = await call(renderers, r.settlePort, CLAIM_PATH, { 'content-type': 'application/json', 'content-length': String(cb.length) }, cb);
       const t2 = performance.now();
       const sb = body({ status: 200, cache: 'miss' });
-      const [ss] = await call(renderers, r.settle, SETTLE_PATH, { 'content-type': 'application/json', 'content-length': String(sb.length) }, sb);
+      const [ss] = await call(renderers, r.settlePort, SETTLE_PATH, { 'content-type': 'application/json', 'content-length': String(sb.length) }, sb);
       const t3 = performance.now();
       if (cs !== 204 || ss !== 204) errors++;
-      if (t0 < warmEnd || before === undefined) continue;
+      if (t0 < warmEnd) continue;
       triples++;
       check.push(t1 - t0);
       if (!hot) other.push(t1 - t0);
@@ -298,7 +248,7 @@ async function drive(kind: Kind, replicas: Policy[], workload: Workload, secrets
   // pg_stat_database is flushed by each backend at most once a second.
   await sleep(1_500);
   const after = await sample();
-  const b = before!;
+  const b = await before;
   const n = Math.max(1, triples);
   const cpu = { policy: after.policy - b.policy, redis: after.redis - b.redis, postgres: after.pg - b.pg };
   return {
@@ -318,15 +268,15 @@ async function drive(kind: Kind, replicas: Policy[], workload: Workload, secrets
 }
 
 /** Checks and settles each of the WARM_KEYS keys once through every replica. */
-async function warm(replicas: Policy[], secrets: readonly string[]): Promise<void> {
+async function warm(replicas: PolicyProcess[], secrets: readonly string[]): Promise<void> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   try {
     for (const r of replicas) {
       for (let i = 2; i < WARM_KEYS; i += CONNECTIONS) {
         await Promise.all(Array.from({ length: Math.min(CONNECTIONS, WARM_KEYS - i) }, async (_, j) => {
-          const [, lease] = await call(agent, r.authz, `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${secrets[i + j]}` });
+          const [, lease] = await call(agent, r.port, `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${secrets[i + j]}` });
           const body = JSON.stringify({ lease, status: 200, cache: 'miss' });
-          if (lease !== undefined) await call(agent, r.settle, SETTLE_PATH, { 'content-type': 'application/json', 'content-length': String(body.length) }, body);
+          if (lease !== undefined) await call(agent, r.settlePort, SETTLE_PATH, { 'content-type': 'application/json', 'content-length': String(body.length) }, body);
         }));
       }
     }
@@ -389,7 +339,9 @@ const secrets = Array.from({ length: KEYS }, () => newSecret());
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-scale-'));
 const plansFile = path.join(dir, 'plans.json');
 writeFileSync(plansFile, JSON.stringify(PLANS_DOC));
-const { url: countersUrl, child: redisChild } = await startRedisServer();
+// A redis-server of this run's own: its pid is read for CPU.
+const counters = await startRedis();
+const countersUrl = counters.url;
 const redis = new Redis(countersUrl);
 const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
 await admin.connect();
@@ -404,17 +356,17 @@ try {
       for (const replicas of [1, 3]) {
         if (kind === 'redis') await redis.flushdb();
         const env: Record<string, string> = { DATABASE_URL: db.url, TINTYPE_PLANS: plansFile, TINTYPE_PG_POOL: '10', ...(kind === 'redis' ? { TINTYPE_COUNTERS_URL: countersUrl } : {}) };
-        const policies: Policy[] = [];
+        const policies: PolicyProcess[] = [];
         for (let i = 0; i < replicas; i++) policies.push(await startPolicy(env));
         try {
           for (const workload of ['uniform', 'hot', 'warm'] as const) {
             if (workload === 'warm') await warm(policies, secrets);
-            const r = await drive(kind, policies, workload, secrets, { admin, db: db.name, ...(kind === 'redis' ? { redis, redisPid: redisChild.pid! } : {}) });
+            const r = await drive(kind, policies, workload, secrets, { admin, db: db.name, ...(kind === 'redis' ? { redis, redisPid: counters.pid()! } : {}) });
             runs.push(r);
             process.stdout.write(`${kind} K=${replicas} ${workload}: ${r.triplesPerSec} triples/s, check p50/p99 ${r.checkP50}/${r.checkP99} ms (others' p99 ${r.otherCheckP99}), claim ${r.claimP50}/${r.claimP99}, settle ${r.settleP50}/${r.settleP99}; CPU ${r.cpuMsPerRender} ms/render ${JSON.stringify(r.cpuMsByRole)}; PostgreSQL ${r.pgStatementsPerRender} tx/render; Redis ${r.redisCommandsPerRender} commands/render, ${r.redisRoundTripsPerStep} reads/step${r.sinkLagP99Ms === undefined ? '' : `; sink lag p99 ${r.sinkLagP99Ms} ms`}; errors ${r.errors}\n`);
           }
         } finally {
-          for (const p of policies) await stop(p.child);
+          for (const p of policies) await p.kill('SIGTERM');
         }
       }
       if (kind === 'redis') {
@@ -429,7 +381,7 @@ try {
 } finally {
   redis.disconnect();
   await admin.end();
-  redisChild.kill('SIGKILL');
+  await counters.destroy();
   rmSync(dir, { recursive: true, force: true });
 }
 
