@@ -24,6 +24,7 @@ const RUNS: Array<[string, string[]]> = [
   ['controller', ['--hours', '1']],
   ['usage', ['--sizes', '2000,20000', '--keys', '20', '--runs', '1']],
   ['ledger', ['--quick', '--year']],
+  ['scale', ['--quick']],
   ['soak', ['--clients', '4', '--seconds', '2', '--fuzz', '20', '--phase-seconds', '1']],
 ];
 

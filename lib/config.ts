@@ -50,6 +50,14 @@ export interface Config {
   dataDir: string;
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /**
+   * Policy's counters (burst windows, monthly reservations, render places, leases) in Redis,
+   * with keys, plans and the ledger in PostgreSQL: used only together with DATABASE_URL
+   * (docs/operations.md "Settings", "Stores"). Never taken from REDIS_URL: the render cache's
+   * server is not a place policy state moves to by itself, and a store that changed under a
+   * running month would lose its open leases.
+   */
+  countersUrl: string | undefined;
   plansFile: string | undefined;
   chromiumPath: string | undefined;
   /**
@@ -299,6 +307,15 @@ function dnsLabel(env: Env, name: string): string | undefined {
   return v;
 }
 
+/** TINTYPE_COUNTERS_URL, which means nothing without DATABASE_URL (keys and the ledger stay in PostgreSQL). */
+function countersUrl(env: Env): string | undefined {
+  const v = url(env, 'TINTYPE_COUNTERS_URL', ['redis', 'rediss']);
+  if (v !== undefined && raw(env, 'DATABASE_URL') === undefined) {
+    throw new ConfigError('TINTYPE_COUNTERS_URL needs DATABASE_URL: keys, plans and the ledger stay in PostgreSQL');
+  }
+  return v;
+}
+
 /** Parses the environment into a frozen Config, or throws a ConfigError naming the variable. */
 export function loadConfig(env: Env = process.env): Readonly<Config> {
   noLeaseSecret(env);
@@ -309,6 +326,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     dataDir: path.resolve(raw(env, 'TINTYPE_DATA_DIR') ?? './data'),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres', 'postgresql']),
     redisUrl: url(env, 'REDIS_URL', ['redis', 'rediss']),
+    countersUrl: countersUrl(env),
     plansFile: raw(env, 'TINTYPE_PLANS'),
     chromiumPath: raw(env, 'CHROMIUM_PATH'),
     browserSocket: raw(env, 'TINTYPE_BROWSER_SOCKET'),

@@ -36,8 +36,11 @@ export class BadSettle extends Error {
 export interface Policy {
   /** Decides one request. Throws when the store cannot answer (the caller fails closed). */
   check(authorization: string | undefined, operation: Operation): Promise<Decision>;
-  /** Records a lease's outcome, once. Throws BadSettle for a malformed request. */
-  settle(req: unknown): Promise<SettleResult>;
+  /**
+   * Records a lease's outcome, once. Throws BadSettle for a malformed request. `keyId`: the key
+   * the signed lease names, when the caller has it (the store then need not look it up).
+   */
+  settle(req: unknown, keyId?: string): Promise<SettleResult>;
   /** Expires leases past their time; returns how many. */
   expire(): Promise<number>;
 }
@@ -84,10 +87,11 @@ export function createPolicy(o: PolicyOptions): Policy {
       }
     },
 
-    async settle(req) {
+    async settle(req, keyId) {
       const s = parseSettle(req);
       return store.settle({
         leaseId: s.lease,
+        ...(keyId === undefined ? {} : { keyId }),
         status: s.status,
         error: s.error ?? null,
         cache: s.cache ?? null,

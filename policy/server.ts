@@ -98,7 +98,8 @@ const tracer = trace.getTracer('tintype');
 export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   const { config, logger } = o;
   const plans = o.plans ?? loadPlans(config.plansFile);
-  const store = o.store ?? openStore(config);
+  // The counters store's ledger sink writes in the background: what it cannot write waits in the stream.
+  const store = o.store ?? openStore(config, { logger });
   const clock = o.clock ?? systemClock;
   const metrics = policyMetrics(o.registry);
   const policy = createPolicy({ store, plans, clock, leaseTtlMs: config.renderTimeoutMs + config.leaseGraceMs });
@@ -184,7 +185,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
         const d = await policy.check(header(req.headers.authorization), operation);
         // A key made since the last read is looked up; if that fails, the lease is withdrawn as a 503 closes it.
         const keyEgress = d.allow ? await egress.of(d.keyId).catch(async (err: unknown) => {
-          await policy.settle({ lease: d.leaseId, status: 503 }).catch(() => undefined);
+          await policy.settle({ lease: d.leaseId, status: 503 }, d.keyId).catch(() => undefined);
           throw err;
         }) : undefined;
         storeOk = true;
@@ -193,7 +194,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
           // and will never carry this lease, so it is closed now, as a 503 closes it (nothing
           // recorded, its places freed), instead of holding a render place until it expires.
           outcome = 'withdrawn';
-          await policy.settle({ lease: d.leaseId, status: 503 });
+          await policy.settle({ lease: d.leaseId, status: 503 }, d.keyId);
           res.destroy();
         } else if (d.allow) {
           outcome = 'granted';
@@ -317,7 +318,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
           send(res, new ServiceError('unauthorized').answer());
           return;
         }
-        const result = await policy.settle({ ...(body as object), lease: claims.id });
+        const result = await policy.settle({ ...(body as object), lease: claims.id }, claims.keyId);
         storeOk = true;
         metrics.settles.inc({ result });
         span.setAttribute('tintype.settle', result);

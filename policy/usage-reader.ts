@@ -1,10 +1,12 @@
 /**
- * Where the usage report reads from: the same store policy writes (DATABASE_URL, else SQLite in
- * TINTYPE_DATA_DIR), always read-only and on a connection of the report's own.
+ * Where the usage report reads from: the same store policy writes (DATABASE_URL, with the
+ * counters in TINTYPE_COUNTERS_URL when set, else SQLite in TINTYPE_DATA_DIR), always read-only
+ * and on a connection of the report's own.
  */
 import type { Config } from '../lib/config.ts';
 import type { Plans } from './plans.ts';
 import { postgresUsageReader } from './usage-postgres.ts';
+import { countersUsageReader } from './usage-counters.ts';
 import { type ReportKeys, type UsageReport, type UsageSnapshot, UsageInputError, buildReport } from './usage-report.ts';
 import { sqliteUsageReader } from './usage-sqlite.ts';
 
@@ -14,7 +16,8 @@ export interface UsageReader {
   close(): Promise<void>;
 }
 
-export function openUsageReader(config: Pick<Config, 'databaseUrl' | 'dataDir'>): UsageReader {
+export function openUsageReader(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'countersUrl'>): UsageReader {
+  if (config.databaseUrl !== undefined && config.countersUrl !== undefined) return countersUsageReader(config.databaseUrl, config.countersUrl);
   return config.databaseUrl !== undefined ? postgresUsageReader(config.databaseUrl) : sqliteUsageReader(config.dataDir);
 }
 

@@ -22,7 +22,7 @@ export const egressCommand: Command = {
       ['--decision D', 'allowed, refused or would_refuse'],
       ['--format F', 'table (default), csv (RFC 4180, a header row) or json'],
     ],
-    settings: ['DATABASE_URL', 'TINTYPE_DATA_DIR'],
+    settings: ['DATABASE_URL', 'TINTYPE_COUNTERS_URL', 'TINTYPE_DATA_DIR'],
   }),
   async run(args) {
     const { values } = parseArgs({

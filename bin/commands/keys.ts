@@ -63,7 +63,7 @@ export const keysCommand: Command = {
       ['--mode M', 'egress: enforce (default) or report'],
       ['--clear', 'egress: no policy any more (the key behaves as one that never had one)'],
     ],
-    settings: ['DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_MIGRATE', 'TINTYPE_PLANS'],
+    settings: ['DATABASE_URL', 'TINTYPE_COUNTERS_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_MIGRATE', 'TINTYPE_PLANS'],
   }),
   async run(args) {
     const [action, ...rest] = args;

@@ -37,7 +37,7 @@ export const migrateCommand: Command = {
       ['--timeout-s N', `how long one migration statement may run (default ${DEFAULT_TIMEOUT_S})`],
       ['--wait-s N', `how long a database that cannot be reached yet is tried again, 0 for not at all (default ${DEFAULT_WAIT_S})`],
     ],
-    settings: ['DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_SQLITE_SYNC'],
+    settings: ['DATABASE_URL', 'TINTYPE_COUNTERS_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_SQLITE_SYNC'],
   }),
   async run(args) {
     const { values } = parseArgs({ args, options: { check: { type: 'boolean' }, 'timeout-s': { type: 'string' }, 'wait-s': { type: 'string' } } });

@@ -11,14 +11,14 @@ import { POLICY_ADMIN_PORT, createPolicyServer } from '../../policy/server.ts';
 import { USAGE_PATH, usageHandler } from '../../policy/usage-http.ts';
 import { EGRESS_PATH, egressHandler } from '../../policy/egress-report.ts';
 import { openUsageReader } from '../../policy/usage-reader.ts';
-import { startLedgerSink, startLedgerUpkeep } from '../../policy/ledger/index.ts';
+import { startLedgerUpkeep } from '../../policy/ledger/index.ts';
 import { helpText, waitForStopSignal, type Command } from './command.ts';
 
 export const policyCommand: Command = {
   help: helpText({
     synopsis: ['tintype policy'],
     about: 'The ext_authz service for Envoy on PORT (8081); claim, release and settle for renderers on TINTYPE_POLICY_SETTLE_PORT (8181); metrics, probes and the usage report (GET /usage, to loopback peers unless TINTYPE_POLICY_USAGE_OPEN=true) on the admin port (TINTYPE_ADMIN_PORT, 9081). SIGTERM or SIGINT stops it.',
-    settings: ['PORT', 'TINTYPE_TERM_DRAIN_S', 'TINTYPE_POLICY_SETTLE_PORT', 'TINTYPE_ADMIN_PORT', 'TINTYPE_POLICY_USAGE_OPEN', 'TINTYPE_LEASE_SIGNING_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_MIGRATE', 'TINTYPE_PLANS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LEASE_GRACE_MS', 'TINTYPE_EGRESS_AUDIT_DAYS', 'TINTYPE_LEDGER_MONTHS', 'REDIS_URL', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
+    settings: ['PORT', 'TINTYPE_TERM_DRAIN_S', 'TINTYPE_POLICY_SETTLE_PORT', 'TINTYPE_ADMIN_PORT', 'TINTYPE_POLICY_USAGE_OPEN', 'TINTYPE_LEASE_SIGNING_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'DATABASE_URL', 'TINTYPE_COUNTERS_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_MIGRATE', 'TINTYPE_PLANS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LEASE_GRACE_MS', 'TINTYPE_EGRESS_AUDIT_DAYS', 'TINTYPE_LEDGER_MONTHS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
     const config = loadConfig();
@@ -47,11 +47,11 @@ export const policyCommand: Command = {
     const parts = lifecycleGroup(logger);
     parts.add({ stop: () => telemetry.shutdown() });
     await parts.start(admin, server);
-    // On PostgreSQL: the ledger's months made ahead and kept (TINTYPE_LEDGER_MONTHS), and with Redis,
-    // this replica's share of writing the ledger stream to them (docs/operations.md "Ledger stream").
+    // On PostgreSQL: the ledger's months made ahead and kept (TINTYPE_LEDGER_MONTHS). With the
+    // counters in Redis, the store runs this replica's share of the ledger stream's sink
+    // (docs/operations.md "Ledger stream").
     if (config.databaseUrl !== undefined) {
       parts.add(startLedgerUpkeep({ databaseUrl: config.databaseUrl, logger, keepMonths: config.ledgerMonths }));
-      if (config.redisUrl !== undefined) parts.add(startLedgerSink({ redisUrl: config.redisUrl, databaseUrl: config.databaseUrl, logger }));
     }
     logger.info('listening', { port: server.address().port, settle_port: server.settleAddress().port, admin_port: admin.port(), store: server.store.kind, tracing: telemetry.enabled });
     const signal = await waitForStopSignal();

@@ -24,7 +24,7 @@ export const usageCommand: Command = {
       ['--key ID', 'one key only (default: every key of the month)'],
       ['--format F', 'table (default), csv (RFC 4180, UTF-8, a header row) or json'],
     ],
-    settings: ['DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PLANS'],
+    settings: ['DATABASE_URL', 'TINTYPE_COUNTERS_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PLANS'],
   }),
   async run(args) {
     const { values } = parseArgs({

@@ -116,8 +116,21 @@ export function openPostgresStore(o: PostgresStoreOptions): PolicyStore {
         [k.id, k.hash, k.name, k.plan, k.createdAt, k.revokedAt]);
     },
     async listKeys() {
-      const r = await pool.query('SELECT id, name, plan, created_at, revoked_at FROM api_keys ORDER BY created_at, id');
-      return (r.rows as KeyRow[]).map(keyFromRow);
+      // Every key, read at a start or by `tintype keys list`, never on a check's path: a check's
+      // budget is not its bound (100,000 keys on a loaded database outlast it).
+      const c = await pool.connect();
+      try {
+        await c.query('BEGIN READ ONLY');
+        await c.query(`SET LOCAL statement_timeout = ${MIGRATION_TIMEOUT_MS}`);
+        const r = await c.query({ text: 'SELECT id, name, plan, created_at, revoked_at FROM api_keys ORDER BY created_at, id', query_timeout: MIGRATION_TIMEOUT_MS } as pg.QueryConfig);
+        await c.query('COMMIT');
+        return (r.rows as KeyRow[]).map(keyFromRow);
+      } catch (err) {
+        await c.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        c.release();
+      }
     },
     async revokeKey(id, now) {
       const r = await pool.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now, id]);

@@ -1,7 +1,7 @@
 /**
- * What policy keeps, behind one interface with two backends: SQLite (embedded, one process)
- * and PostgreSQL (shared by replicas). Both must give the same answers; one test suite runs
- * against both. Every method may throw when the store cannot answer: callers fail closed.
+ * What policy keeps, behind one interface with three backends: SQLite (embedded, one process),
+ * PostgreSQL (shared by replicas), and Redis counters beside PostgreSQL (redis/store.ts, shared
+ * by replicas at scale). All must give the same answers; one test suite runs against each. Every method may throw when the store cannot answer: callers fail closed.
  */
 import type { ClaimResult, Operation } from '../../lib/policy-contract.ts';
 import type { EgressStore } from './egress-store.ts';
@@ -72,6 +72,8 @@ export type CheckResult =
 /** A lease's outcome as the renderer reported it. */
 export interface SettleOutcome {
   leaseId: string;
+  /** The key the signed lease names, when the caller has it: the counters store then finds the lease in one round trip. */
+  keyId?: string;
   status: number;
   error: string | null;
   cache: 'hit' | 'miss' | null;
@@ -110,7 +112,7 @@ export interface UsageRecord {
 }
 
 export interface PolicyStore {
-  readonly kind: 'sqlite' | 'postgres';
+  readonly kind: 'sqlite' | 'postgres' | 'redis';
   /** Keys' egress policies and the egress audit trail, in the same database (egress-store.ts). */
   readonly egress: EgressStore;
   /**

@@ -26,6 +26,8 @@ t.test('bad values stop with a message naming the variable', async (t) => {
     ['isolation unknown', { TINTYPE_ISOLATION: 'vm' }, /TINTYPE_ISOLATION must be one of netns, pod/],
     ['database url not postgres', { DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
     ['redis url garbage', { REDIS_URL: 'not a url' }, /REDIS_URL/],
+    ['counters url not redis', { DATABASE_URL: 'postgres://db/x', TINTYPE_COUNTERS_URL: 'http://x' }, /TINTYPE_COUNTERS_URL/],
+    ['counters without a database', { TINTYPE_COUNTERS_URL: 'redis://r:6379' }, /TINTYPE_COUNTERS_URL needs DATABASE_URL/],
     ['chromium uid root', { TINTYPE_CHROMIUM_UID: '0' }, /TINTYPE_CHROMIUM_UID/],
     ['ledger months zero', { TINTYPE_LEDGER_MONTHS: '0' }, /TINTYPE_LEDGER_MONTHS must be a whole number from 1/],
     ['ledger months not a number', { TINTYPE_LEDGER_MONTHS: 'a year' }, /TINTYPE_LEDGER_MONTHS/],
@@ -77,4 +79,10 @@ t.test('lease keys and the edge bounds', async (t) => {
   t.ok(loadConfig({ TINTYPE_LEASE_SIGNING_KEY: seeded(Buffer.from(Array.from({ length: 32 }, (_v, i) => i * 7))) }).leaseSigningKey, 'a seed of 32 different bytes passes');
   t.throws(() => requireLeaseSigningKey(loadConfig({})), /TINTYPE_LEASE_SIGNING_KEY must be set on policy/, 'a standalone policy needs its private key');
   t.throws(() => requireLeasePublicKeys(loadConfig({})), /TINTYPE_LEASE_PUBLIC_KEYS must be set on every renderer/, 'a standalone renderer needs public keys');
+});
+
+t.test('the counters store is chosen only by TINTYPE_COUNTERS_URL, never by REDIS_URL (docs/operations.md "Settings")', async (t) => {
+  t.equal(loadConfig({ DATABASE_URL: 'postgres://db/x', REDIS_URL: 'redis://cache:6379' }).countersUrl, undefined, 'the cache\'s Redis is not the counters\'');
+  t.equal(loadConfig({ DATABASE_URL: 'postgres://db/x', TINTYPE_COUNTERS_URL: 'redis://counters:6379' }).countersUrl, 'redis://counters:6379');
+  t.equal(loadConfig({ REDIS_URL: 'redis://cache:6379' }).countersUrl, undefined, 'tintype start with a cache: SQLite, no counters');
 });

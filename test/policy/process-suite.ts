@@ -3,7 +3,7 @@
  * a load of checks and settles, restart, and the ledger holds every acknowledged settle with
  * monthly counts equal to it (a crash loses nothing); unsettled leases expire in the real process;
  * the four 401s are byte-identical and no line the process writes holds a secret (spec Part 5).
- * Run once per backend by process.sqlite.test.ts and process.postgres.test.ts.
+ * Run once per backend by process.sqlite.test.ts, process.postgres.test.ts and process.redis.test.ts.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

@@ -1,6 +1,6 @@
 /**
  * The policy rules (docs/architecture.md §2; spec Parts 5, 7, 8) against a real store, with a fake clock.
- * Run once per backend by rules.sqlite.test.ts and rules.postgres.test.ts.
+ * Run once per backend by rules.sqlite.test.ts, rules.postgres.test.ts and rules.redis.test.ts.
  */
 import type { Test } from 'tap';
 import { createPolicy, type Decision } from '../../policy/authorize.ts';

@@ -1,6 +1,6 @@
 /**
  * The ext_authz + settle HTTP server (docs/architecture.md §2) over real sockets, on a real store.
- * Run once per backend by server.sqlite.test.ts and server.postgres.test.ts.
+ * Run once per backend by server.sqlite.test.ts, server.postgres.test.ts and server.redis.test.ts.
  */
 import net from 'node:net';
 import type { Test } from 'tap';

@@ -1,6 +1,8 @@
 /**
  * Real stores for the policy tests: SQLite in a temporary directory, PostgreSQL in a database
- * of its own on 127.0.0.1:5432 (created here, dropped at teardown), so one suite runs on both.
+ * of its own on 127.0.0.1:5432 (created here, dropped at teardown), and Redis counters beside
+ * such a database in a redis-server of the home's own (a process the test can stop), so one
+ * suite runs on the three.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -10,12 +12,14 @@ import Database from '../../policy/store/sqlite-driver.ts';
 import pg from 'pg';
 import { openSqliteStore } from '../../policy/store/sqlite.ts';
 import { openPostgresStore } from '../../policy/store/postgres.ts';
+import { openRedisStore } from '../../policy/store/redis/store.ts';
+import { startRedis } from '../e2e/reliability/instances.ts';
 import type { PolicyStore } from '../../policy/store/store.ts';
 import { TEST_LEASE_ENV } from '../lib/leases.ts';
 
 export const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
-export type StoreKind = 'sqlite' | 'postgres';
+export type StoreKind = 'sqlite' | 'postgres' | 'redis';
 
 /** A place a store lives: open as many stores on it as a test needs (replicas), then drop it. */
 export interface StoreHome {
@@ -62,6 +66,35 @@ export async function storeHome(kind: StoreKind): Promise<StoreHome> {
     await admin.end();
   }
   const url = `postgres://postgres@127.0.0.1:5432/${name}`;
+  const redis = kind === 'redis' ? await startRedis() : undefined;
+  const dropDatabase = async (): Promise<void> => {
+    const a = new pg.Client({ connectionString: PG_ADMIN_URL });
+    await a.connect();
+    try {
+      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    } finally {
+      await a.end();
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  if (redis !== undefined) {
+    return {
+      kind,
+      env: { TINTYPE_DATA_DIR: dir, DATABASE_URL: url, TINTYPE_COUNTERS_URL: redis.url, ...TEST_LEASE_ENV },
+      // The counters' server stopped (SIGSTOP): every decision waits, as on a lock, until released.
+      async lockAll() {
+        redis.pause();
+        return async () => redis.resume();
+      },
+      open: (timeoutMs, acquireTimeoutMs) => openRedisStore({
+        countersUrl: redis.url, databaseUrl: url, poolSize: 10, commandTimeoutMs: timeoutMs, statementTimeoutMs: timeoutMs, acquireTimeoutMs,
+      }),
+      async drop() {
+        await redis.destroy();
+        await dropDatabase();
+      },
+    };
+  }
   return {
     kind,
     env: { TINTYPE_DATA_DIR: dir, DATABASE_URL: url, ...TEST_LEASE_ENV },
@@ -76,16 +109,7 @@ export async function storeHome(kind: StoreKind): Promise<StoreHome> {
       };
     },
     open: (timeoutMs, acquireTimeoutMs) => openPostgresStore({ url, poolSize: 10, statementTimeoutMs: timeoutMs, acquireTimeoutMs }),
-    async drop() {
-      const a = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await a.connect();
-      try {
-        await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await a.end();
-      }
-      rmSync(dir, { recursive: true, force: true });
-    },
+    drop: dropDatabase,
   };
 }
 

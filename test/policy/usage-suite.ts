@@ -2,8 +2,8 @@
  * `tintype usage`, `tintype keys list` and `GET /usage` on policy's admin port, against a
  * ledger written by the real policy (check, settle, expire) on a real store with a fake clock:
  * several keys, plans and months, every status, an unsettled lease, one in flight, calls checked
- * at 23:59:59 UTC and settled after midnight. Run once per backend by usage.sqlite.test.ts and
- * usage.postgres.test.ts.
+ * at 23:59:59 UTC and settled after midnight. Run once per backend by usage.sqlite.test.ts,
+ * usage.postgres.test.ts and usage.redis.test.ts.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';

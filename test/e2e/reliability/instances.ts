@@ -100,8 +100,8 @@ export async function startPostgres(): Promise<Instance> {
   };
 }
 
-/** A Redis of its own with no persistence. */
-export async function startRedis(): Promise<Instance> {
+/** A Redis of its own with no persistence; pause() stops the process (SIGSTOP) until resume(); pid() for its CPU. */
+export async function startRedis(): Promise<Instance & { pause(): void; resume(): void; pid(): number | undefined }> {
   const port = await freePort();
   let child: ChildProcess | undefined;
   const start = async (): Promise<void> => {
@@ -117,5 +117,10 @@ export async function startRedis(): Promise<Instance> {
     await exited;
   };
   await start();
-  return { url: `redis://127.0.0.1:${port}`, port, start, stop, destroy: stop };
+  return {
+    url: `redis://127.0.0.1:${port}`, port, start, stop, destroy: stop,
+    pause: () => void child?.kill('SIGSTOP'),
+    resume: () => void child?.kill('SIGCONT'),
+    pid: () => child?.pid,
+  };
 }

@@ -1,0 +1,4 @@
+import t from 'tap';
+import { singleUseSuite } from './single-use-suite.ts';
+
+singleUseSuite(t, 'redis');
