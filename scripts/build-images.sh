@@ -4,7 +4,11 @@
 # then unpacks each image to a root filesystem and runs every role from them as a cluster would
 # (test/chart/image/run-roles.sh). docs/helm.md "The images" says how to build and push them.
 #
-#   scripts/build-images.sh [--no-run]       # as root; CI runs it (.ci/run)
+#   scripts/build-images.sh [--no-run] [--arm64]    # as root; CI runs it (.ci/run) without --arm64
+#
+# --arm64: the same images for linux/arm64 too, crossgraded from these without running arm64 code
+# and checked under qemu-aarch64-static (scripts/images/other-arch.sh; docs/helm.md "Other
+# architectures").
 #
 # The bases are made here, not pulled: Debian trixie (minbase, no documentation but copyrights) by
 # mmdebstrap from Debian's archive with its security suite, with Node from the npm package
@@ -36,7 +40,14 @@ BUILD_BASE=localhost/tintype-node-build:$NODE_VERSION-$SUITE
 node=node
 [ -x node_modules/.bin/node ] && node=$root/node_modules/.bin/node
 run=1
-[ "${1:-}" = "--no-run" ] && run=0
+arm64=0
+for arg in "$@"; do
+  case $arg in
+    --no-run) run=0 ;;
+    --arm64) arm64=1 ;;
+    *) echo "usage: build-images.sh [--no-run] [--arm64]" >&2; exit 2 ;;
+  esac
+done
 
 [ "$(id -u)" -eq 0 ] || { echo "build-images: needs root (mmdebstrap, buildah's chroot isolation, mounts)" >&2; exit 2; }
 stamp() { echo "build-images: $(date -u +%H:%M:%S) $*"; }
@@ -44,6 +55,7 @@ t0=$(date +%s)
 
 # The builder's tools, from Debian, as scripts/setup.sh installs the test's packages.
 tools=(buildah mmdebstrap umoci uidmap)
+[ "$arm64" -eq 0 ] || tools+=(qemu-user-static)
 missing=()
 for pkg in "${tools[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
@@ -219,6 +231,16 @@ for pair in "tintype tintype-browser" "tintype-renderer tintype-browser"; do
   echo "build-images: a renderer pod of $a and $b pulls $(mb "$(pulled "$OUT/$a.config.json" "$OUT/$b.config.json")") MB"
 done
 stamp "unpacked and checked in $(( $(date +%s) - t0 )) s"
+
+if [ "$arm64" -eq 1 ]; then
+  t1=$(date +%s)
+  scripts/images/other-arch.sh "$OUT" "$VERSION" "$REVISION" "${TARGETS[@]}"
+  for target in "${TARGETS[@]}"; do
+    chromium=$(sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$OUT/arm64/$target/var/lib/dpkg/status")
+    echo "build-images: $target arm64 $(mb "$(du -sb "$OUT/arm64/$target" | cut -f1)") MB, $(cat "$OUT/arm64/$target.digest"), Chromium ${chromium:-none}"
+  done
+  stamp "arm64 images in $(( $(date +%s) - t1 )) s"
+fi
 
 [ "$run" -eq 1 ] || exit 0
 test/chart/image/run-roles.sh "$OUT"
