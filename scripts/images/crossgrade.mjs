@@ -1,5 +1,5 @@
 // An image's root filesystem for another architecture, made without running that architecture's
-// code (docs/helm.md "Other architectures"): a copy of the unpacked image in which every Debian
+// code (docs/helm.md "The images", Other architectures): a copy of the unpacked image in which every Debian
 // package of the build's architecture is replaced by the same version for the other (its files
 // removed, the other's .deb unpacked, dpkg's database rewritten to it), Node by the npm package
 // node-linux-<arch> of the same version, and each npm package's prebuilt binary
@@ -12,7 +12,8 @@
 //   node crossgrade.mjs FROM TO ARCH DEBS NPM-CACHE
 // FROM: the unpacked image, with FROM.config.json beside it (scripts/build-images.sh writes both);
 // TO: made anew; ARCH: Debian's name (arm64, amd64); DEBS: a folder holding
-// <name>_<version>_<arch>.deb of every package to replace; NPM-CACHE: where npm packages are
+// <name>_<version>_<arch>.deb of every package to replace, at the same version or a binary-only
+// rebuild of it (+bN, which Debian makes per architecture); NPM-CACHE: where npm packages are
 // packed (and kept for the next run).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -30,8 +31,18 @@ function stanzas(text) {
   });
 }
 
-/** A .deb's file name as apt-get download writes it (an epoch's colon escaped). */
-const debFile = (name, version, arch) => `${name}_${version.replace(':', '%3a')}_${arch}.deb`;
+/** A version without its binary-only rebuild's suffix (+bN), which differs between architectures. */
+const source = (version) => version.replace(/\+b\d+$/, '');
+
+/** The .deb in `debs` of package `name` for `arch` built from the same source as `version`
+ * (named as apt-get download names it, an epoch's colon escaped), or undefined. */
+function debOf(debs, name, version, arch) {
+  const found = readdirSync(debs).filter((f) => f.startsWith(`${name}_`) && f.endsWith(`_${arch}.deb`))
+    .map((f) => ({ f, v: f.slice(name.length + 1, -`_${arch}.deb`.length).replace('%3a', ':') }))
+    .filter(({ v }) => source(v) === source(version))
+    .sort((a, b) => Number(/\+b(\d+)$/.exec(b.v)?.[1] ?? 0) - Number(/\+b(\d+)$/.exec(a.v)?.[1] ?? 0));
+  return found.length === 0 ? undefined : path.join(debs, found[0].f);
+}
 
 /** dpkg's name for a package's files in info/: name:arch for a Multi-Arch: same package. */
 function infoKey(root, pkg, arch) {
@@ -133,8 +144,8 @@ const own = stanzas(readFileSync(statusFile, 'utf8'));
 const buildArch = own.find((p) => p.name === 'dpkg')?.arch;
 // Every package's files go before any is unpacked, so a path two packages held is not lost.
 const replaced = own.filter((p) => p.arch === buildArch && p.status === 'install ok installed').map((p) => {
-  const deb = path.join(debs, debFile(p.name, p.version, arch));
-  if (!existsSync(deb)) throw new Error(`crossgrade: no ${path.basename(deb)} in ${debs}`);
+  const deb = debOf(debs, p.name, p.version, arch);
+  if (deb === undefined) throw new Error(`crossgrade: no ${p.name} ${p.version} (or a rebuild of it) for ${arch} in ${debs}`);
   return { p, deb, key: infoKey(to, p, arch) };
 });
 for (const { p } of replaced) removePackage(to, p);

