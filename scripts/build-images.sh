@@ -7,8 +7,8 @@
 #   scripts/build-images.sh [--no-run] [--arm64]    # as root; CI runs it (.ci/run) without --arm64
 #
 # --arm64: the same images for linux/arm64 too, crossgraded from these without running arm64 code
-# and checked under qemu-aarch64-static (scripts/images/other-arch.sh; docs/helm.md "Other
-# architectures").
+# and checked under qemu-aarch64-static (scripts/images/other-arch.sh; docs/helm.md "The images",
+# Other architectures).
 #
 # The bases are made here, not pulled: Debian trixie (minbase, no documentation but copyrights) by
 # mmdebstrap from Debian's archive with its security suite, with Node from the npm package
@@ -220,15 +220,25 @@ pulled() { "$node" -e '
   const seen = new Map();
   for (const f of process.argv.slice(1)) for (const l of require(f).layers) seen.set(l.digest, l.size);
   console.log([...seen.values()].reduce((a, b) => a + b, 0));' "$@"; }
+# Before: the bookworm images these replaced (docs/helm.md "The images"), one tintype image of
+# 824 MB for every role and a browser image of 1.13 GB; the issue's bounds against them.
+declare -A before=([tintype-core]=824 [tintype-renderer]=824 [tintype-controller]=824 [tintype]=824 [tintype-browser]=1130)
+declare -A bound=([tintype-core]=0.4 [tintype-browser]=0.8)
+printf 'build-images: %-19s %8s %8s %7s %8s  %-71s %s\n' image before MB ratio "to pull" digest Chromium
 for target in "${TARGETS[@]}"; do
-  bytes=$(du -sb "$OUT/$target" | cut -f1)
+  size=$(mb "$(du -sb "$OUT/$target" | cut -f1)")
   chromium=$(sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$OUT/$target/var/lib/dpkg/status")
-  echo "build-images: $target $(mb "$bytes") MB, $(mb "$(pulled "$OUT/$target.config.json")") MB to pull," \
-    "$(cat "$OUT/$target.digest"), Chromium ${chromium:-none}"
+  ratio=-
+  [ -z "${before[$target]:-}" ] || ratio=$(awk -v a="$size" -v b="${before[$target]}" 'BEGIN { printf "%.2fx", a / b }')
+  [ -z "${bound[$target]:-}" ] || ratio="$ratio<=${bound[$target]}x"
+  printf 'build-images: %-19s %8s %8s %7s %8s  %-71s %s\n' "$target" "${before[$target]:--}" "$size" "$ratio" \
+    "$(mb "$(pulled "$OUT/$target.config.json")")" "$(cat "$OUT/$target.digest")" "${chromium:-none}"
 done
 for pair in "tintype tintype-browser" "tintype-renderer tintype-browser"; do
   read -r a b <<< "$pair"
-  echo "build-images: a renderer pod of $a and $b pulls $(mb "$(pulled "$OUT/$a.config.json" "$OUT/$b.config.json")") MB"
+  size=$(mb "$(pulled "$OUT/$a.config.json" "$OUT/$b.config.json")")
+  echo "build-images: a renderer pod of $a and $b pulls $size MB compressed," \
+    "$(mb "$(( $(du -sb "$OUT/$a" | cut -f1) + $(du -sb "$OUT/$b" | cut -f1) ))") MB unpacked (before: about 2000, bound 0.6x)"
 done
 stamp "unpacked and checked in $(( $(date +%s) - t0 )) s"
 

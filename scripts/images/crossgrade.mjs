@@ -2,8 +2,8 @@
 // code (docs/helm.md "The images", Other architectures): a copy of the unpacked image in which every Debian
 // package of the build's architecture is replaced by the same version for the other (its files
 // removed, the other's .deb unpacked, dpkg's database rewritten to it), Node by the npm package
-// node-linux-<arch> of the same version, and each npm package's prebuilt binary
-// (prebuilds/linux-<arch>.node) by the other platform's from the same package. What maintainer
+// node-linux-<arch> of the same version, and each npm package's prebuilt binary for this machine
+// (prebuilds/linux-x64.node) by the other platform's from the same package. What maintainer
 // scripts made at install (users, alternatives, certificates, font caches) is kept from the image:
 // none of it depends on the architecture but ld.so's cache, which is removed (the loader then
 // searches Debian's multiarch directories itself). Fails when an ELF file of another
@@ -108,10 +108,14 @@ function packed(npmCache, name, version) {
   return tgz;
 }
 
-/** Each npm package's prebuilt binary for this machine swapped for `arch`'s, from the same package. */
+/**
+ * Each npm package's prebuilt binaries (prebuilds/<platform>[.node]) for `arch` too: a package that
+ * holds only this machine's (the Dockerfile keeps only those of better-sqlite3) gets `arch`'s from
+ * its own tarball instead; one that holds every platform's (bare-fs) selects at load and is left.
+ */
 function swapPrebuilds(root, arch, npmCache) {
-  const from = `linux-${process.arch}.node`;
-  const to = `linux-${NODE_ARCH[arch]}.node`;
+  const here = `linux-${process.arch}`;
+  const there = `linux-${NODE_ARCH[arch]}`;
   const walk = (dir) => {
     if (!existsSync(dir)) return;
     for (const entry of readdirSync(dir)) {
@@ -119,11 +123,13 @@ function swapPrebuilds(root, arch, npmCache) {
       const names = entry.startsWith('@') ? readdirSync(path.join(dir, entry)).map((n) => `${entry}/${n}`) : [entry];
       for (const name of names) {
         const pkgDir = path.join(dir, name);
-        const prebuilt = path.join(pkgDir, 'prebuilds', from);
-        if (existsSync(prebuilt)) {
+        const prebuilds = path.join(pkgDir, 'prebuilds');
+        const held = existsSync(prebuilds) ? readdirSync(prebuilds) : [];
+        const mine = held.filter((f) => f === here || f === `${here}.node`);
+        if (mine.length > 0 && !held.some((f) => f === there || f === `${there}.node`)) {
           const { version } = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8'));
-          execFileSync('tar', ['-xzf', packed(npmCache, name, version), '-C', pkgDir, '--strip-components=1', `package/prebuilds/${to}`]);
-          unlinkSync(prebuilt);
+          execFileSync('tar', ['-xzf', packed(npmCache, name, version), '-C', pkgDir, '--strip-components=1', '--wildcards', `package/prebuilds/${there}*`]);
+          for (const f of mine) rmSync(path.join(prebuilds, f), { recursive: true });
         }
         walk(path.join(pkgDir, 'node_modules'));
       }
@@ -158,7 +164,8 @@ const config = JSON.parse(readFileSync(`${from}.config.json`, 'utf8'));
 const nodeVersion = config.Env.find((e) => e.startsWith('NODE_VERSION=')).slice('NODE_VERSION='.length);
 execFileSync('tar', ['-xzf', packed(npmCache, `node-linux-${NODE_ARCH[arch]}`, nodeVersion), '-C', path.join(to, 'usr/local'), '--strip-components=1', 'package/bin/node']);
 swapPrebuilds(to, arch, npmCache);
-const foreign = elfFiles(to).filter((e) => e.machine !== ELF_MACHINE[arch]);
+// An npm package's prebuilt binaries for other platforms are its own, chosen at load (above).
+const foreign = elfFiles(to).filter((e) => e.machine !== ELF_MACHINE[arch] && !/\/node_modules\/(?:@[^/]+\/)?[^/]+\/prebuilds\//.test(e.file));
 if (foreign.length > 0) {
   console.error(`crossgrade: ${foreign.length} ELF files not for ${arch}: ${foreign.slice(0, 10).map((e) => e.file.slice(to.length)).join(', ')}`);
   process.exit(1);

@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ROOT } from '../helm.ts';
@@ -143,4 +143,20 @@ t.test('a package with no arm64 build in DEBS fails the run, naming it', async (
   const r = spawnSync(process.execPath, [SCRIPT, from, path.join(dir, 'arm64'), 'arm64', debs, npm], { encoding: 'utf8' });
   t.not(r.status, 0);
   t.match(r.stderr, /no libtest1 1:1\.0-1 \(or a rebuild of it\) for arm64 in /, 'another version is not taken');
+});
+
+t.test("a package holding every platform's prebuilds is left as it is; other platforms' do not fail the run", async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'crossgrade-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const { from, debs, npm } = image(dir);
+  const bare = path.join(from, 'app/node_modules/bare-fs');
+  for (const [platform, m] of [['linux-x64', 62], ['linux-arm64', 183], ['android-x64', 62]] as const) {
+    mkdirSync(path.join(bare, 'prebuilds', platform), { recursive: true });
+    writeFileSync(path.join(bare, 'prebuilds', platform, 'bare-fs.bare'), elf(m));
+  }
+  writeFileSync(path.join(bare, 'package.json'), '{"name":"bare-fs","version":"4.0.0"}');
+  const to = path.join(dir, 'arm64');
+  const r = spawnSync(process.execPath, [SCRIPT, from, to, 'arm64', debs, npm], { encoding: 'utf8' });
+  t.equal(r.status, 0, r.stderr);
+  t.same(readdirSync(path.join(to, 'app/node_modules/bare-fs/prebuilds')).sort(), ['android-x64', 'linux-arm64', 'linux-x64']);
 });
