@@ -19,7 +19,8 @@
 # Kept between runs on one machine (TINTYPE_IMAGE_CACHE, default /var/cache/tintype-images, and
 # buildah's own storage): the bases, the Debian packages mmdebstrap fetched, buildah's layers and
 # cache mounts. A warm run rebuilds only what the checkout (or the archive's Chromium) changed.
-# Out ($OUT, default $TINTYPE_IMAGE_CACHE/out): oci/ (an OCI layout of every image), per target
+# Out ($OUT, default $TINTYPE_IMAGE_CACHE/out): oci/ (an OCI layout of every image, kept between
+# runs so unchanged layers are not compressed again), per target
 # <target>/ (the root filesystem), <target>.config.json, <target>.sbom.cdx.json,
 # <target>.provenance.json, <target>.digest; images.txt (one line per image: tags, digest).
 set -euo pipefail
@@ -143,8 +144,9 @@ secret=()
 CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 DIRTY=0
 [ -z "$(git status --porcelain 2> /dev/null)" ] || DIRTY=1
-rm -rf "$OUT"
+# The OCI layout stays between runs: a layer already in it is not compressed again.
 mkdir -p "$OUT"
+find "$OUT" -mindepth 1 -maxdepth 1 ! -name oci -exec rm -rf {} +
 for target in "${TARGETS[@]}"; do
   stamp "building $target"
   command=(buildah build --isolation chroot --layers --quiet
@@ -202,6 +204,18 @@ for target in "${TARGETS[@]}"; do
   ' "$OUT" "$target" "$VERSION" "$REVISION" "$DIRTY" "$CREATED" "$NODE_IMAGE" "$BUILD_IMAGE" "$chromium"
   echo "localhost/$target:$VERSION localhost/$target:$VERSION-${REVISION:0:12} $(cat "$OUT/$target.digest")" >> "$OUT/images.txt"
 done
+# What no image of the layout refers to any more (a previous run's layers) goes.
+"$node" --input-type=module -e '
+  import { readdirSync, readFileSync, rmSync } from "node:fs";
+  const dir = process.argv[1];
+  const blob = (d) => `${dir}/blobs/${d.replace(":", "/")}`;
+  const keep = new Set();
+  for (const m of JSON.parse(readFileSync(`${dir}/index.json`, "utf8")).manifests) {
+    const manifest = JSON.parse(readFileSync(blob(m.digest), "utf8"));
+    for (const d of [m.digest, manifest.config.digest, ...manifest.layers.map((l) => l.digest)]) keep.add(blob(d));
+  }
+  for (const f of readdirSync(`${dir}/blobs/sha256`)) if (!keep.has(`${dir}/blobs/sha256/${f}`)) rmSync(`${dir}/blobs/sha256/${f}`);
+' "$OUT/oci"
 # Every production npm package is named by the SBOM of the image that holds them all.
 "$node" scripts/images/sbom.mjs check "$OUT"/*.sbom.cdx.json
 "$node" scripts/images/sbom.mjs check --lock package-lock.json "$OUT/tintype.sbom.cdx.json" "$OUT/tintype-all.sbom.cdx.json"

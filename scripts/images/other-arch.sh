@@ -91,7 +91,9 @@ for target in "$@"; do
   if [ -d "$r/app/node_modules/better-sqlite3" ]; then
     q -e 'const D = require(process.argv[1]); new D(":memory:").prepare("select sqlite_version() as v").get().v' "$r/app/node_modules/better-sqlite3"
   fi
-  [ ! -e "$r/app/bin/tintype.js" ] || q "$r/app/bin/tintype.js" --help > /dev/null
+  if [ -e "$r/app/bin/tintype.js" ]; then
+    help=$(q "$r/app/bin/tintype.js" --help 2>&1) || { echo "$help" >&2; exit 1; }
+  fi
   chromium=$(sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$r/var/lib/dpkg/status")
   ran=none
   [ -z "$chromium" ] || ran=$(qemu-aarch64-static -L "$r" "$r/usr/lib/chromium/chromium-headless-shell" --version)
