@@ -258,7 +258,7 @@ stamp "unpacked and checked in $(( $(date +%s) - t0 )) s"
 
 if [ "$arm64" -eq 1 ]; then
   t1=$(date +%s)
-  scripts/images/other-arch.sh "$OUT" "$VERSION" "$REVISION" "${TARGETS[@]}"
+  scripts/images/other-arch.sh "$OUT" "${TARGETS[@]}"
   for target in "${TARGETS[@]}"; do
     chromium=$(sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$OUT/arm64/$target/var/lib/dpkg/status")
     echo "build-images: $target arm64 $(mb "$(du -sb "$OUT/arm64/$target" | cut -f1)") MB, $(cat "$OUT/arm64/$target.digest"), Chromium ${chromium:-none}"

@@ -8,13 +8,13 @@
 # each native module it holds (better-sqlite3 with a query), `tintype --help` and Chromium's
 # `--version` under qemu-aarch64-static (Debian's qemu-user-static, run directly: no binfmt).
 #
-#   scripts/images/other-arch.sh OUT VERSION REVISION TARGET...    # as root, by build-images.sh --arm64
-# Out: $OUT/arm64/<target> (the root filesystem), $OUT/arm64/<target>.{config,sbom.cdx,provenance}.json,
-# $OUT/arm64/<target>.digest, $OUT/oci:<target>-arm64; tags <version>-arm64, <version>-<commit>-arm64.
+#   scripts/images/other-arch.sh OUT TARGET...    # as root, by build-images.sh --arm64
+# Out: $OUT/arm64/<target> (the root filesystem), $OUT/arm64/<target>.{sbom.cdx,provenance}.json,
+# $OUT/arm64/<target>.digest, $OUT/oci:<target>-arm64; tagged as the amd64 image, with -arm64.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=$1 version=$2 revision=$3
-shift 3
+out=$1
+shift
 arch=arm64
 cache=${TINTYPE_IMAGE_CACHE:-/var/cache/tintype-images}
 node=node
@@ -77,6 +77,8 @@ fi
 
 for target in "$@"; do
   r=$out/$arch/$target
+  mapfile -t tags < <("$node" -e 'for (const t of require(process.argv[1]).tags) console.log(`${t}-${process.argv[2]}`)' "$out/$target.provenance.json" "$arch")
+  version=${tags[0]%-"$arch"}
   stamp "crossgrading $target"
   "$node" scripts/images/crossgrade.mjs "$out/$target" "$r" "$arch" "$cache/debs-$arch" "$cache/npm"
   "$node" scripts/images/sbom.mjs write "$r" "$r/app" "$target" "$version" > "$r/usr/share/tintype/sbom.cdx.json"
@@ -113,16 +115,16 @@ for target in "$@"; do
       "--user", c.User ?? "", "--workingdir", c.WorkingDir || "/");
     process.stdout.write(a.map((x) => `${x}\0`).join(""));' "$out/$target.config.json")
   buildah config --arch "$arch" --os linux "${config[@]}" "$ctr"
-  buildah commit --quiet --rm "$ctr" "localhost/$target:$version-$arch" > /dev/null
-  buildah tag "localhost/$target:$version-$arch" "localhost/$target:$version-${revision:0:12}-$arch"
-  buildah push --quiet --digestfile "$out/$arch/$target.digest" "localhost/$target:$version-$arch" "oci:$out/oci:$target-$arch"
+  buildah commit --quiet --rm "$ctr" "localhost/$target:${tags[0]}" > /dev/null
+  buildah tag "localhost/$target:${tags[0]}" "${tags[@]/#/localhost/$target:}"
+  buildah push --quiet --digestfile "$out/$arch/$target.digest" "localhost/$target:${tags[0]}" "oci:$out/oci:$target-$arch"
   "$node" -e '
-    const fs = require("fs"); const [out, arch, target, digest, chromium, revision] = process.argv.slice(1);
+    const fs = require("fs"); const [out, arch, target, digest, chromium] = process.argv.slice(1);
     const amd = JSON.parse(fs.readFileSync(`${out}/${target}.provenance.json`, "utf8"));
     fs.writeFileSync(`${out}/${arch}/${target}.provenance.json`, JSON.stringify({ ...amd,
       tags: amd.tags.map((t) => `${t}-${arch}`), digest, architecture: arch, ...(chromium === "" ? {} : { chromium }),
-      crossgradedFrom: { digest: amd.digest, command: `scripts/images/other-arch.sh OUT ${amd.tags[0]} ${revision} ${target}` } }, null, 1) + "\n");
-  ' "$out" "$arch" "$target" "$(cat "$out/$arch/$target.digest")" "$chromium" "$revision"
-  echo "localhost/$target:$version-$arch localhost/$target:$version-${revision:0:12}-$arch $(cat "$out/$arch/$target.digest")" >> "$out/images.txt"
+      crossgradedFrom: { digest: amd.digest, command: `scripts/images/other-arch.sh OUT ${target}` } }, null, 1) + "\n");
+  ' "$out" "$arch" "$target" "$(cat "$out/$arch/$target.digest")" "$chromium"
+  echo "${tags[*]/#/localhost/$target:} $(cat "$out/$arch/$target.digest")" >> "$out/images.txt"
 done
 "$node" scripts/images/sbom.mjs check "$out/$arch"/*.sbom.cdx.json
