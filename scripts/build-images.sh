@@ -132,6 +132,8 @@ if ! buildah inspect --type image "$BUILD_BASE" > /dev/null 2>&1; then
   buildah run --isolation chroot "$ctr" npm --version > /dev/null
   buildah commit --quiet --rm "$ctr" "$BUILD_BASE" > /dev/null
 fi
+# The Chromium an unpacked image holds (dpkg's version), empty when none.
+chromium_in() { sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$1/var/lib/dpkg/status"; }
 digest_of() { buildah images --digests --format '{{.Digest}}' "$1" | head -1; }
 NODE_IMAGE="$BASE@$(digest_of "$BASE")"
 BUILD_IMAGE="$BUILD_BASE@$(digest_of "$BUILD_BASE")"
@@ -185,7 +187,7 @@ for target in "${TARGETS[@]}"; do
     writeFileSync(out, JSON.stringify({ ...config.config, manifestDigest: m.digest, layers }, null, 1));
   ' "$OUT/oci" "$target" "$OUT/$target.config.json"
   cp "$OUT/$target/usr/share/tintype/sbom.cdx.json" "$OUT/$target.sbom.cdx.json"
-  chromium=$(sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$OUT/$target/var/lib/dpkg/status")
+  chromium=$(chromium_in "$OUT/$target")
   "$node" --input-type=module -e '
     import { readFileSync, writeFileSync } from "node:fs";
     const [out, target, version, revision, dirty, created, nodeImage, buildImage, chromium] = process.argv.slice(1);
@@ -222,7 +224,7 @@ done
 
 # --- No image holds a Chromium older than the archive's newest.
 for target in tintype-browser tintype-all; do
-  have=$(sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$OUT/$target/var/lib/dpkg/status")
+  have=$(chromium_in "$OUT/$target")
   dpkg --compare-versions "$have" ge "$CHROMIUM_VERSION" \
     || { echo "build-images: $target holds Chromium $have, older than the archive's $CHROMIUM_VERSION" >&2; exit 1; }
 done
@@ -241,7 +243,7 @@ declare -A bound=([tintype-core]=0.4 [tintype-browser]=0.8)
 printf 'build-images: %-19s %8s %8s %7s %8s  %-71s %s\n' image before MB ratio "to pull" digest Chromium
 for target in "${TARGETS[@]}"; do
   size=$(mb "$(du -sb "$OUT/$target" | cut -f1)")
-  chromium=$(sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$OUT/$target/var/lib/dpkg/status")
+  chromium=$(chromium_in "$OUT/$target")
   ratio=-
   [ -z "${before[$target]:-}" ] || ratio=$(awk -v a="$size" -v b="${before[$target]}" 'BEGIN { printf "%.2fx", a / b }')
   [ -z "${bound[$target]:-}" ] || ratio="$ratio<=${bound[$target]}x"
@@ -260,7 +262,7 @@ if [ "$arm64" -eq 1 ]; then
   t1=$(date +%s)
   scripts/images/other-arch.sh "$OUT" "${TARGETS[@]}"
   for target in "${TARGETS[@]}"; do
-    chromium=$(sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$OUT/arm64/$target/var/lib/dpkg/status")
+    chromium=$(chromium_in "$OUT/arm64/$target")
     echo "build-images: $target arm64 $(mb "$(du -sb "$OUT/arm64/$target" | cut -f1)") MB, $(cat "$OUT/arm64/$target.digest"), Chromium ${chromium:-none}"
   done
   stamp "arm64 images in $(( $(date +%s) - t1 )) s"
