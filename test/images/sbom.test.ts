@@ -45,3 +45,18 @@ t.test('the check finds a package left out, a missing Node and a malformed docum
   const malformed = { ...bom, components: [{ ...bom.components[0], type: 'no-such-type' }, ...bom.components.slice(1)] };
   t.match((await tool.problems(malformed)).join('\n'), /^schema: \/components\/0\/type /m, 'against the schema');
 });
+
+t.test('a package not from Debian (its Origin) is named under its vendor, not as Debian', async (t) => {
+  const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import('node:fs');
+  const os = await import('node:os');
+  const root = mkdtempSync(path.join(os.tmpdir(), 'sbom-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  mkdirSync(path.join(root, 'var/lib/dpkg'), { recursive: true });
+  writeFileSync(path.join(root, 'var/lib/dpkg/status'), [
+    'Package: libgbm1\nStatus: install ok installed\nArchitecture: amd64\nVersion: 25.0.7-2+deb13u1\n',
+    'Package: tintype-no-mesa-drivers\nStatus: install ok installed\nArchitecture: all\nOrigin: tintype\nVersion: 25.0.7-2+deb13u1\nProvides: mesa-libgallium (= 25.0.7-2+deb13u1)\n',
+  ].join('\n'));
+  const purls = tool.sbom(root, root, 'tintype-test', '0.0.0').components.map((c) => c.purl);
+  t.ok(purls.includes('pkg:deb/debian/libgbm1@25.0.7-2%2Bdeb13u1?arch=amd64'), 'a Debian package');
+  t.ok(purls.includes('pkg:deb/tintype/tintype-no-mesa-drivers@25.0.7-2%2Bdeb13u1?arch=all'), 'the package the build made');
+});
