@@ -8,6 +8,7 @@ import path from 'node:path';
 import { leaseKeySeed, parseLeasePrivateKey, parseLeasePublicKey } from './lease.ts';
 import { MAX_BODY_BYTES } from './policy-contract.ts';
 import { RenderTokens, TOKEN_KEY_MIN_BYTES } from './render-token.ts';
+import { RENDERER_TOKEN_FORM } from './renderer-token.ts';
 
 /** A setting that cannot be used; the message names the variable. */
 export class ConfigError extends Error {
@@ -100,6 +101,10 @@ export interface Config {
   policySettlePort: number | undefined;
   /** Whether `tintype policy` answers `/usage` on its admin listener to any peer; loopback peers only when false. */
   policyUsageOpen: boolean;
+  /** The token renderers present to policy's renderer listener (lib/renderer-token.ts); policy refuses every call without it. */
+  rendererToken: string | undefined;
+  /** Connections each of policy's listeners holds at most; a quarter of them from one peer. */
+  policyMaxConnections: number;
   /** Grace added to the render budget before an unsettled lease expires. */
   leaseGraceMs: number;
   /** Days policy keeps egress audit records (docs/operations.md "Egress policy and audit"). */
@@ -255,6 +260,13 @@ function signingKey(env: Env, name: string): KeyObject | undefined {
   return key;
 }
 
+function rendererToken(env: Env, name: string): string | undefined {
+  const v = raw(env, name);
+  if (v === undefined) return undefined;
+  if (!RENDERER_TOKEN_FORM.test(v)) throw new ConfigError(`${name} must be 32 to 256 URL-safe characters (A-Z a-z 0-9 _ . ~ + / = -), random: for example 32 random bytes in base64`);
+  return v;
+}
+
 function publicKeys(env: Env, name: string): KeyObject[] {
   return list(env, name).map((text) => {
     try {
@@ -339,6 +351,8 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     policyUrl: url(env, 'TINTYPE_POLICY_URL', ['http', 'https']),
     policySettlePort: optionalPort(env, 'TINTYPE_POLICY_SETTLE_PORT'),
     policyUsageOpen: oneOf(env, 'TINTYPE_POLICY_USAGE_OPEN', ['true', 'false'] as const, 'false') === 'true',
+    rendererToken: rendererToken(env, 'TINTYPE_RENDERER_TOKEN'),
+    policyMaxConnections: integer(env, 'TINTYPE_POLICY_MAX_CONNECTIONS', 1_024, 4, 1_000_000),
     leaseGraceMs: integer(env, 'TINTYPE_LEASE_GRACE_MS', 15_000, 0, 600_000),
     egressAuditDays: integer(env, 'TINTYPE_EGRESS_AUDIT_DAYS', 30, 1, 3_650),
     ledgerMonths: raw(env, 'TINTYPE_LEDGER_MONTHS') === undefined ? undefined : integer(env, 'TINTYPE_LEDGER_MONTHS', 0, 1, 1_200),
@@ -391,6 +405,14 @@ export function requireGuardTokens(config: Pick<Config, 'guardTokens'>, who: str
     throw new ConfigError(`GUARD_TOKEN_KEY must be set on ${who}: the base64 of at least ${TOKEN_KEY_MIN_BYTES} random bytes (openssl rand -base64 32 makes one), the same on the guard and every renderer`);
   }
   return config.guardTokens;
+}
+
+/** The renderer token policy checks on its renderer listener; without it policy would take anyone's claims. */
+export function requireRendererToken(config: Readonly<Config>): string {
+  if (config.rendererToken === undefined) {
+    throw new ConfigError('TINTYPE_RENDERER_TOKEN must be set on policy and on every renderer: 32 to 256 URL-safe characters, random (for example 32 random bytes in base64), the same on both');
+  }
+  return config.rendererToken;
 }
 
 /** The public keys a standalone renderer checks leases with; without them it cannot check one. */

@@ -10,6 +10,7 @@ import { createAdminServer } from '../../lib/admin.ts';
 import { createEdge } from '../../envoy/edge/edge.ts';
 import { loadConfig, type Config } from '../../lib/config.ts';
 import { ensurePrivateDir } from '../../lib/private-files.ts';
+import { newRendererToken } from '../../lib/renderer-token.ts';
 import { lifecycleGroup } from '../../lib/lifecycle.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
@@ -78,7 +79,8 @@ export const startCommand: Command = {
     // renderer is given the public key only.
     const leaseSigningKey = config.leaseSigningKey ?? generateKeyPairSync('ed25519').privateKey;
     const leasePublicKeys = Object.freeze([createPublicKey(leaseSigningKey), ...config.leasePublicKeys]);
-    const inner: Readonly<Config> = Object.freeze({ ...config, port: 0, adminPort: 0, policySettlePort: 0, leaseSigningKey, leasePublicKeys });
+    // The renderer token too (lib/renderer-token.ts): made for this start, held by policy and the renderer only.
+    const inner: Readonly<Config> = Object.freeze({ ...config, port: 0, adminPort: 0, policySettlePort: 0, leaseSigningKey, leasePublicKeys, rendererToken: newRendererToken() });
     const policy = createPolicyServer({ config: inner, logger: createLogger('policy', { level: config.logLevel }), registry, host: '127.0.0.1' });
 
     // Every port this process listens on: its guard refuses them at this host's loopback, whatever

@@ -6,30 +6,16 @@
  * address holds the room a keyed request needs; a chunk that would pass either is 503 `busy` at
  * once.
  */
-import { isIPv6 } from 'node:net';
 import type { BodyBudget } from '../../lib/body.ts';
+import { clientOf } from '../../lib/peers.ts';
+
+export { clientOf };
 
 export interface HeldBodies {
   /** The budget one request from `address` reads its body against. */
   forClient(address: string | undefined): BodyBudget;
   /** Bytes held now, by everyone. */
   held(): number;
-}
-
-/**
- * The holder an address is counted as: an IPv4 address alone, an IPv6 address by its /64 (one
- * client is usually given a whole /64, so it would otherwise have room for every address in it).
- */
-export function clientOf(address: string | undefined): string {
-  if (address === undefined) return '';
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1]!;
-  if (!isIPv6(address)) return address;
-  const [head = '', tail = ''] = address.split('::', 2);
-  const front = head === '' ? [] : head.split(':');
-  const back = tail === '' ? [] : tail.split(':');
-  const groups = address.includes('::') ? [...front, ...Array(8 - front.length - back.length).fill('0'), ...back] : front;
-  return groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, '')).join(':') + '::/64';
 }
 
 /** `maxBytes` in all, at most `perClientBytes` of it from one address (clientOf). */

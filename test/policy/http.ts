@@ -39,12 +39,12 @@ export function request(
   });
 }
 
-/** A client that keeps up to `connections` connections open, as Envoy and renderers do. */
-export function pooledClient(port: number, connections: number) {
+/** A client that keeps up to `connections` connections open, as Envoy and renderers do; `always` goes with every request. */
+export function pooledClient(port: number, connections: number, always: Readonly<Record<string, string>> = {}) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   return {
     request: (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
-      request(port, method, path, headers, body, agent),
+      request(port, method, path, { ...always, ...headers }, body, agent),
     close: () => agent.destroy(),
   };
 }
