@@ -6,7 +6,6 @@
 import type { KeyObject } from 'node:crypto';
 import path from 'node:path';
 import { leaseKeySeed, parseLeasePrivateKey, parseLeasePublicKey } from './lease.ts';
-import { MAX_BODY_BYTES } from './policy-contract.ts';
 import { RenderTokens, TOKEN_KEY_MIN_BYTES } from './render-token.ts';
 import { RENDERER_TOKEN_FORM } from './renderer-token.ts';
 
@@ -37,8 +36,6 @@ export const GUARD_BOUND_DEFAULTS = Object.freeze({
 });
 export const MAX_SLOTS = 64;
 
-/** Request bodies the embedded edge holds before their key is checked, when `TINTYPE_EDGE_MAX_BUFFERED_BYTES` is unset (64 MiB). */
-export const DEFAULT_EDGE_MAX_BUFFERED_BYTES = 67_108_864;
 
 /** The uid and gid Chromium runs under in netns isolation when the renderer is root (docs/security.md "Chromium isolation"). */
 export const DEFAULT_CHROMIUM_UID = 10_999;
@@ -115,8 +112,6 @@ export interface Config {
   leaseSigningKey: KeyObject | undefined;
   /** Ed25519 public keys that verify leases (rotation: several); what a renderer holds. */
   leasePublicKeys: readonly KeyObject[];
-  /** Request bodies the embedded edge holds before their key is checked; one more is 503 `busy`. */
-  edgeMaxBufferedBytes: number;
   /** Client connections the embedded edge holds at most. */
   edgeMaxConnections: number;
   /** SQLite `synchronous` level for policy state: `normal` survives a killed process, `full` also power loss. */
@@ -358,7 +353,6 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     ledgerMonths: raw(env, 'TINTYPE_LEDGER_MONTHS') === undefined ? undefined : integer(env, 'TINTYPE_LEDGER_MONTHS', 0, 1, 1_200),
     leaseSigningKey: signingKey(env, 'TINTYPE_LEASE_SIGNING_KEY'),
     leasePublicKeys: Object.freeze(publicKeys(env, 'TINTYPE_LEASE_PUBLIC_KEYS')),
-    edgeMaxBufferedBytes: integer(env, 'TINTYPE_EDGE_MAX_BUFFERED_BYTES', DEFAULT_EDGE_MAX_BUFFERED_BYTES, MAX_BODY_BYTES, Number.MAX_SAFE_INTEGER),
     edgeMaxConnections: integer(env, 'TINTYPE_EDGE_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
     sqliteSync: oneOf(env, 'TINTYPE_SQLITE_SYNC', ['normal', 'full'] as const, 'normal'),
     migrate: oneOf(env, 'TINTYPE_MIGRATE', ['start', 'wait'] as const, 'start'),

@@ -113,7 +113,6 @@ export const startCommand: Command = {
         port: config.port ?? START_PORT,
         openapi: openapiJson(),
         renderTimeoutMs: config.renderTimeoutMs,
-        maxBufferedBytes: config.edgeMaxBufferedBytes,
         maxConnections: config.edgeMaxConnections,
         logger: createLogger('edge', { level: config.logLevel }),
         metrics: registry,
