@@ -48,7 +48,7 @@ t.test('the validator itself refuses an unknown field at any depth and a wrong t
 t.test('bare defaults are refused with a message that says what to set', async (t) => {
   const r = await helm(['template', 'tt', CHART]);
   t.not(r.code, 0);
-  t.match(r.stderr, /set secrets\.existingSecret, or all of secrets\.databaseUrl, secrets\.redisUrl, secrets\.leaseSigningKey and secrets\.leasePublicKeys/);
+  t.match(r.stderr, /set secrets\.existingSecret, or all of secrets\.databaseUrl, secrets\.redisUrl, secrets\.leaseSigningKey, secrets\.leasePublicKeys and secrets\.rendererToken/);
 });
 
 t.test('Envoy needs a certificate', async (t) => {
@@ -74,7 +74,7 @@ t.test('gVisor with user-namespaced pods, which the kubelet refuses, is refused 
 t.test('an existing Secret and secret values together are refused', async (t) => {
   const r = await helm(['template', 'tt', CHART, '-f', path.join(CHART, 'ci/default-values.yaml'), '--set', 'secrets.existingSecret=s']);
   t.not(r.code, 0);
-  t.match(r.stderr, /leave secrets\.databaseUrl, secrets\.redisUrl, secrets\.leaseSigningKey, secrets\.leasePublicKeys and secrets\.guardTokenKey empty/);
+  t.match(r.stderr, /leave secrets\.databaseUrl, secrets\.redisUrl, secrets\.leaseSigningKey, secrets\.leasePublicKeys, secrets\.guardTokenKey and secrets\.rendererToken empty/);
 });
 
 for (const bad of ['anything=1', 'renderer.anything=1', 'networkPolicy.dns.podSelector.anything=1', 'controller.renderPool.maxReplica=3', 'renderer.slots=0', 'logLevel=verbose', 'image.digest=sha256:short']) {

@@ -78,9 +78,9 @@ t.test('an existing Secret that lacks keys this version reads fails helm upgrade
   cluster.putSecret('render', 'tintype-tls', { 'tls.crt': 'c' });
   const lacking = await upgradeWith();
   t.not(lacking.code, 0);
-  t.match(lacking.stderr, /the Secret tintype-env \(secrets\.existingSecret\) lacks TINTYPE_LEASE_SIGNING_KEY, TINTYPE_LEASE_PUBLIC_KEYS, which chart \d+\.\d+\.\d+ reads: add them/);
+  t.match(lacking.stderr, /the Secret tintype-env \(secrets\.existingSecret\) lacks TINTYPE_LEASE_SIGNING_KEY, TINTYPE_LEASE_PUBLIC_KEYS, TINTYPE_RENDERER_TOKEN, which chart \d+\.\d+\.\d+ reads: add them/);
 
-  cluster.putSecret('render', 'tintype-env', { DATABASE_URL: 'postgres://db/tintype', REDIS_URL: 'redis://cache', TINTYPE_LEASE_SIGNING_KEY: 'k', TINTYPE_LEASE_PUBLIC_KEYS: 'p' });
+  cluster.putSecret('render', 'tintype-env', { DATABASE_URL: 'postgres://db/tintype', REDIS_URL: 'redis://cache', TINTYPE_LEASE_SIGNING_KEY: 'k', TINTYPE_LEASE_PUBLIC_KEYS: 'p', TINTYPE_RENDERER_TOKEN: 't' });
   const tls = await upgradeWith();
   t.match(tls.stderr, /the Secret tintype-tls \(tls\.existingSecret\) lacks tls\.key/);
 
