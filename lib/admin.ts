@@ -2,7 +2,8 @@
  * The admin listener every role has, on its own port and never on the public one: `/metrics`
  * (Prometheus text), `/healthz/live` (200 while the process answers), `/healthz/ready` (200 once
  * the role is ready, 503 from the start of a drain), and the paths a role adds (the renderer's
- * `/state`, policy's `/usage`). Every path only reads: a drain is begun by the role's own SIGTERM
+ * `/state`); beside it, optionally, a unix socket that answers the same and what only someone on
+ * the host may read (policy's `/usage` and `/egress`). Every path only reads: a drain is begun by the role's own SIGTERM
  * (`drainAfterSignal`), never by a request, since whatever shares the pod's network (the
  * renderer's browser container) or may reach the port (docs/security.md) could otherwise make the
  * role unready for good.

@@ -93,12 +93,11 @@ t.test('NOTES.txt says how to make the first key and call /v1/ping', async (t) =
     t.match(notes, "KEY=$(kubectl -n render exec deployment/tt-policy -- tintype keys create --plan free --name first | sed -n 's/^secret: //p')");
     t.match(notes, /\/v1\/ping -H "authorization: Bearer \$KEY"/);
     t.match(notes, 'helm test tt -n render');
-    // Usage is read on policy's admin port, the one the Deployment names `admin` (docs/operations.md "Reading usage").
+    // Usage is read inside a policy pod, never through a port (docs/operations.md "Reading usage").
     const policy: any = (await render(values, [...extra])).find((o) => o.kind === 'Deployment' && o.metadata.name === 'tt-policy');
-    const admin = policy.spec.template.spec.containers[0].ports.find((p: any) => p.name === 'admin').containerPort;
-    t.equal(admin, 9081);
-    t.match(notes, `kubectl -n render port-forward deployment/tt-policy ${admin}:${admin} &`);
-    t.match(notes, `curl -s 'http://localhost:${admin}/usage?month=YYYY-MM'`);
+    const dataDir = policy.spec.template.spec.containers[0].env.find((e: any) => e.name === 'TINTYPE_DATA_DIR').value;
+    t.notMatch(notes, /port-forward deployment\/tt-policy/);
+    t.match(notes, `on the admin socket ${dataDir}/admin.sock`);
     t.match(notes, 'kubectl -n render exec deployment/tt-policy -- tintype usage --month YYYY-MM');
   }
 });

@@ -5,6 +5,7 @@
  * both listeners cap connections in all and per peer; headers and bodies get seconds, not minutes.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -121,5 +122,22 @@ t.test('headers and bodies get seconds: a peer that trickles either is answered 
   for (const [name, r] of [['headers on the edge\'s listener', edgeHeaders], ['headers on the renderers\' listener', rendererHeaders], ['a body', body]] as const) {
     t.ok(r.closed, `${name}: closed within ${WITHIN_MS / 1000} s`);
     t.match(r.answer, /^(HTTP\/1\.1 408 |$)/, `${name}: 408 when anything is answered`);
+  }  // A kept-alive connection idle past those bounds is timed by the keep-alive (120 s) instead:
+  // the edge's and the renderers' pools send their next call on it.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+  let connections = 0;
+  const connect = agent.createConnection.bind(agent);
+  agent.createConnection = (...args: Parameters<typeof connect>) => {
+    connections += 1;
+    return connect(...args);
+  };
+  for (const port of [proc.port, proc.settlePort]) {
+    const first = await request(port, 'POST', CLAIM_PATH, { ...TEST_RENDERER_AUTH }, JSON.stringify({ lease: signedLease('ping') }), agent);
+    await new Promise((resolve) => setTimeout(resolve, 11_000));
+    const second = await request(port, 'POST', CLAIM_PATH, { ...TEST_RENDERER_AUTH }, JSON.stringify({ lease: signedLease('ping') }), agent);
+    t.equal(second.status, first.status, `port ${port}: a call after 11 s idle on the same connection is answered`);
+    t.equal(second.headers.connection, 'keep-alive');
   }
+  t.equal(connections, 2, 'one connection a port, kept through the idle time');
 });
