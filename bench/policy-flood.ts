@@ -32,7 +32,7 @@ function rssMiB(pid: number): number {
 
 const machine = printMachine();
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-flood-'));
-const policy = await startPolicyProcess({ TINTYPE_DATA_DIR: dir, TINTYPE_LOG_LEVEL: 'error' });
+const policy = await startPolicyProcess({ TINTYPE_DATA_DIR: dir, TINTYPE_LOG_LEVEL: 'info' });
 try {
   await new Promise((resolve) => setTimeout(resolve, 1_000));
   const baseline = rssMiB(policy.pid);
