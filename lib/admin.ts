@@ -3,18 +3,18 @@
  * (Prometheus text), `/healthz/live` (200 while the process answers), `/healthz/ready` (200 once
  * the role is ready, 503 from the start of a drain), and the paths a role adds (the renderer's
  * `/state`); beside it, optionally, a unix socket that answers the same and what only someone on
- * the host may read (policy's `/usage` and `/egress`). Every path only reads: a drain is begun by the role's own SIGTERM
- * (`drainAfterSignal`), never by a request, since whatever shares the pod's network (the
- * renderer's browser container) or may reach the port (docs/security.md) could otherwise make the
- * role unready for good.
+ * the host may read (policy's `/usage` and `/egress`). Every path only reads: a drain is begun by
+ * the role's own SIGTERM (`drainAfterSignal`), never by a request, since whatever shares the
+ * pod's network (the renderer's browser container) or may reach the port (docs/security.md)
+ * could otherwise make the role unready for good.
  * One listener can serve the registries of several roles (`tintype start`).
  */
+import { chmodSync, lstatSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { writeBody, writeMethodNotAllowed, writeNotFound } from './answers.ts';
 import { drain } from './body.ts';
 import type { Lifecycle } from './lifecycle.ts';
-import { chmodSync, lstatSync, rmSync } from 'node:fs';
 import { listen } from './listen.ts';
 import { PRIVATE_FILE_MODE } from './private-files.ts';
 import type { Logger } from './log.ts';

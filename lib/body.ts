@@ -44,7 +44,8 @@ export function drain(req: IncomingMessage, maxMs?: number): void {
 
 /**
  * Reads the whole body, holding at most `limit` bytes. Resolves `too_large` as soon as the limit
- * is passed (at once when the announced length passes it), `timeout` when the body is not in within its time, `aborted` when the client goes.
+ * is passed (at once when the announced length passes it), `timeout` when the body is not in
+ * within its time, `aborted` when the client goes.
  * After anything but `body` the rest of the stream is dropped as it arrives; the caller decides
  * how long to keep the connection for it (drain()).
  */

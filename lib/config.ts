@@ -36,7 +36,6 @@ export const GUARD_BOUND_DEFAULTS = Object.freeze({
 });
 export const MAX_SLOTS = 64;
 
-
 /** The uid and gid Chromium runs under in netns isolation when the renderer is root (docs/security.md "Chromium isolation"). */
 export const DEFAULT_CHROMIUM_UID = 10_999;
 
@@ -96,7 +95,7 @@ export interface Config {
   policyUrl: string | undefined;
   /** Policy's listener for renderers (claim, release, settle); its ext_authz listener is `port`. */
   policySettlePort: number | undefined;
-  /** Whether `tintype policy` answers `/usage` on its admin listener to any peer; loopback peers only when false. */
+  /** Whether `tintype policy` also answers `/usage` and `/egress` on its admin port; on its admin socket only when false. */
   policyUsageOpen: boolean;
   /** The token renderers present to policy's renderer listener (lib/renderer-token.ts); policy refuses every call without it. */
   rendererToken: string | undefined;
