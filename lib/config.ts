@@ -36,6 +36,14 @@ export const GUARD_BOUND_DEFAULTS = Object.freeze({
 });
 export const MAX_SLOTS = 64;
 
+/** Connections each of policy's listeners holds when `TINTYPE_POLICY_MAX_CONNECTIONS` is unset. */
+export const DEFAULT_POLICY_MAX_CONNECTIONS = 1_024;
+
+/** Of a listener's `max` connections, what one peer may hold (lib/peers.ts): a quarter. */
+export function perPeerConnections(max: number): number {
+  return Math.floor(max / 4);
+}
+
 /** The uid and gid Chromium runs under in netns isolation when the renderer is root (docs/security.md "Chromium isolation"). */
 export const DEFAULT_CHROMIUM_UID = 10_999;
 
@@ -346,7 +354,7 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     policySettlePort: optionalPort(env, 'TINTYPE_POLICY_SETTLE_PORT'),
     policyUsageOpen: oneOf(env, 'TINTYPE_POLICY_USAGE_OPEN', ['true', 'false'] as const, 'false') === 'true',
     rendererToken: rendererToken(env, 'TINTYPE_RENDERER_TOKEN'),
-    policyMaxConnections: integer(env, 'TINTYPE_POLICY_MAX_CONNECTIONS', 1_024, 4, 1_000_000),
+    policyMaxConnections: integer(env, 'TINTYPE_POLICY_MAX_CONNECTIONS', DEFAULT_POLICY_MAX_CONNECTIONS, 4, 1_000_000),
     leaseGraceMs: integer(env, 'TINTYPE_LEASE_GRACE_MS', 15_000, 0, 600_000),
     egressAuditDays: integer(env, 'TINTYPE_EGRESS_AUDIT_DAYS', 30, 1, 3_650),
     ledgerMonths: raw(env, 'TINTYPE_LEDGER_MONTHS') === undefined ? undefined : integer(env, 'TINTYPE_LEDGER_MONTHS', 0, 1, 1_200),

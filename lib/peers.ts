@@ -32,11 +32,8 @@ export interface ConnectionLimits {
   onRefused?: (reason: 'total' | 'peer') => void;
 }
 
-/**
- * Closes, as it is accepted, a connection past `max` in all or past `perPeer` from its peer.
- * Call before the server listens. Returns the connections held now, by peer (for tests and metrics).
- */
-export function limitConnections(server: Server, limits: ConnectionLimits): { held(): number } {
+/** Closes, as it is accepted, a connection past `max` in all or past `perPeer` from its peer. Call before the server listens. */
+export function limitConnections(server: Server, limits: ConnectionLimits): void {
   const byPeer = new Map<string, number>();
   let held = 0;
   // Ahead of the HTTP server's own 'connection' listener, so a refused socket is never parsed.
@@ -59,5 +56,4 @@ export function limitConnections(server: Server, limits: ConnectionLimits): { he
       else byPeer.delete(peer);
     });
   });
-  return { held: () => held };
 }

@@ -44,7 +44,7 @@ import { type Plans, loadPlans } from './plans.ts';
 import { openStore } from './store/open.ts';
 import type { PolicyStore } from './store/store.ts';
 import { type SchemaWait, waitForSchema } from './store/schema.ts';
-import { ConfigError, requireLeaseSigningKey, requireRendererToken } from '../lib/config.ts';
+import { ConfigError, perPeerConnections, requireLeaseSigningKey, requireRendererToken } from '../lib/config.ts';
 import { limitConnections } from '../lib/peers.ts';
 import { carriesRendererToken } from '../lib/renderer-token.ts';
 import { MAX_LEASE_CHARS, leaseSigner, type LeaseClaims } from '../lib/lease.ts';
@@ -145,7 +145,7 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     // No peer takes every descriptor and megabyte (docs/security.md "The meter's walls").
     limitConnections(s, {
       max: config.policyMaxConnections,
-      perPeer: Math.floor(config.policyMaxConnections / 4),
+      perPeer: perPeerConnections(config.policyMaxConnections),
       onRefused: (over) => metrics.refused.inc({ reason: over === 'peer' ? 'peer_connections' : 'connections' }),
     });
     return s;

@@ -8,12 +8,12 @@
 import t from 'tap';
 import http from 'node:http';
 import { ServiceError } from '../../lib/errors.ts';
-import { DEFAULT_RENDER_TIMEOUT_MS } from '../../lib/config.ts';
+import { DEFAULT_POLICY_MAX_CONNECTIONS, DEFAULT_RENDER_TIMEOUT_MS, perPeerConnections } from '../../lib/config.ts';
 import { ATTEMPT_HEADER, EXT_AUTHZ_PREFIX, MAX_BODY_BYTES, OPERATIONS } from '../../lib/policy-contract.ts';
 import { POLICY_ADMIN_PORT, POLICY_KEEP_ALIVE_MS, DEFAULT_POLICY_PORT } from '../../policy/server.ts';
 import { RENDERER_ADMIN_PORT, RENDERER_KEEP_ALIVE_MS, RENDERER_PORT } from '../../renderer/server/index.ts';
 import { openapiJson } from '../../renderer/openapi/document.ts';
-import { AUTHZ_IDLE_MS } from '../../envoy/edge/authz.ts';
+import { AUTHZ_IDLE_MS, AUTHZ_MAX_SOCKETS } from '../../envoy/edge/authz.ts';
 import { UPSTREAM_IDLE_MS } from '../../envoy/edge/upstream.ts';
 import {
   ALLOW_CLIENT_HEADERS, ALLOW_UPSTREAM_HEADERS, AUTHZ_REQUEST_HEADERS, DENY_CLIENT_HEADERS,
@@ -301,6 +301,12 @@ t.test('ext_authz is made as the embedded edge makes it', async (t) => {
   t.equal(c.status_on_error.code, 'ServiceUnavailable', 'policy unreachable: 503 busy, as the embedded edge');
   const p = cluster('policy').load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address;
   t.equal(p.port_value, DEFAULT_POLICY_PORT);
+});
+
+t.test('Envoy opens no more connections to policy than policy holds from one peer', async (t) => {
+  const [limits] = cluster('policy').circuit_breakers.thresholds;
+  t.ok(limits.max_connections <= perPeerConnections(DEFAULT_POLICY_MAX_CONNECTIONS), `${limits.max_connections} connections at most`);
+  t.ok(AUTHZ_MAX_SOCKETS <= perPeerConnections(DEFAULT_POLICY_MAX_CONNECTIONS), 'nor does the embedded edge');
 });
 
 t.test('upstream idle timeouts are below the keep-alive of the role behind them', async (t) => {
