@@ -43,11 +43,16 @@ t.test(`the previous revision is a chart of another version`, async (t) => {
 
 /**
  * What UPGRADING.md asks of an upgrade to this version beyond the new tag: a release whose values
- * make the Secret gives the renderer token (0.3.0); one with an existing Secret adds it there.
+ * make the Secret gives the render token key and the renderer token (0.3.0); one with an existing
+ * Secret adds them there.
  */
 function asked(file: string): string[] {
-  const values = parse(readFileSync(file, 'utf8')) as { secrets?: { existingSecret?: string; rendererToken?: string } };
-  return values.secrets?.existingSecret || values.secrets?.rendererToken ? [] : ['--set', `secrets.rendererToken=${'t'.repeat(43)}`];
+  const values = parse(readFileSync(file, 'utf8')) as { secrets?: { existingSecret?: string; rendererToken?: string; guardTokenKey?: string } };
+  if (values.secrets?.existingSecret) return [];
+  return [
+    ...(values.secrets?.rendererToken ? [] : ['--set', `secrets.rendererToken=${'t'.repeat(43)}`]),
+    ...(values.secrets?.guardTokenKey ? [] : ['--set', `secrets.guardTokenKey=${Buffer.alloc(32, 7).toString('base64')}`]),
+  ];
 }
 
 for (const install of installs) {
@@ -88,9 +93,9 @@ t.test('an existing Secret that lacks keys this version reads fails helm upgrade
   cluster.putSecret('render', 'tintype-tls', { 'tls.crt': 'c' });
   const lacking = await upgradeWith();
   t.not(lacking.code, 0);
-  t.match(lacking.stderr, /the Secret tintype-env \(secrets\.existingSecret\) lacks TINTYPE_LEASE_SIGNING_KEY, TINTYPE_LEASE_PUBLIC_KEYS, TINTYPE_RENDERER_TOKEN, which chart \d+\.\d+\.\d+ reads: add them/);
+  t.match(lacking.stderr, /the Secret tintype-env \(secrets\.existingSecret\) lacks TINTYPE_LEASE_SIGNING_KEY, TINTYPE_LEASE_PUBLIC_KEYS, GUARD_TOKEN_KEY, TINTYPE_RENDERER_TOKEN, which chart \d+\.\d+\.\d+ reads: add them/);
 
-  cluster.putSecret('render', 'tintype-env', { DATABASE_URL: 'postgres://db/tintype', REDIS_URL: 'redis://cache', TINTYPE_LEASE_SIGNING_KEY: 'k', TINTYPE_LEASE_PUBLIC_KEYS: 'p', TINTYPE_RENDERER_TOKEN: 't' });
+  cluster.putSecret('render', 'tintype-env', { DATABASE_URL: 'postgres://db/tintype', REDIS_URL: 'redis://cache', TINTYPE_LEASE_SIGNING_KEY: 'k', TINTYPE_LEASE_PUBLIC_KEYS: 'p', GUARD_TOKEN_KEY: 'g', TINTYPE_RENDERER_TOKEN: 't' });
   const tls = await upgradeWith();
   t.match(tls.stderr, /the Secret tintype-tls \(tls\.existingSecret\) lacks tls\.key/);
 
