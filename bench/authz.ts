@@ -25,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { leaseKeyText } from '../lib/lease.ts';
+import { newRendererToken, rendererTokenHeaders } from '../lib/renderer-token.ts';
 import { createPolicy } from '../policy/authorize.ts';
 import { createKey } from '../policy/keys.ts';
 import { type Plans, parsePlans } from '../policy/plans.ts';
@@ -157,6 +158,9 @@ interface Ports {
   settle: number;
 }
 
+/** The token the bench's renderer calls carry (lib/renderer-token.ts), as the policy it starts holds it. */
+const BENCH_RENDERER_TOKEN = newRendererToken();
+
 /**
  * Check + settle pairs over HTTP on `connections` kept-alive connections, as Envoy and renderers
  * call, with the renderer's claim between them when `claim` is set.
@@ -166,7 +170,7 @@ async function driveHttp(ports: Ports, secrets: string[], seconds: number, conne
   const renderers = new http.Agent({ keepAlive: true, maxSockets: connections });
   const post = (p: string, payload: unknown) => {
     const body = JSON.stringify(payload);
-    return call(renderers, ports.settle, 'POST', p, { 'content-type': 'application/json', 'content-length': String(body.length) }, body);
+    return call(renderers, ports.settle, 'POST', p, { 'content-type': 'application/json', 'content-length': String(body.length), ...rendererTokenHeaders(BENCH_RENDERER_TOKEN) }, body);
   };
   try {
     return await drive(connections, seconds, {
@@ -352,7 +356,7 @@ async function measureStore(kind: 'sqlite' | 'postgres', dir: string, plansFile:
     await store.revokeKey(gone.id, Date.now());
     const env = {
       PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_PLANS: plansFile, TINTYPE_LOG_LEVEL: 'info',
-      TINTYPE_LEASE_SIGNING_KEY: leaseKeyText(generateKeyPairSync('ed25519').privateKey), ...h.env,
+      TINTYPE_LEASE_SIGNING_KEY: leaseKeyText(generateKeyPairSync('ed25519').privateKey), TINTYPE_RENDERER_TOKEN: BENCH_RENDERER_TOKEN, ...h.env,
     };
     const { ports, child } = await startChild(TINTYPE, ['policy'], env);
     let spread: Figures;

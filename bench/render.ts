@@ -56,6 +56,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { leaseKeyText, leaseSigner } from '../lib/lease.ts';
+import { newRendererToken } from '../lib/renderer-token.ts';
 import { defaultsJson, measureDefaults } from './render-defaults.ts';
 import { LEASE_HEADER } from '../lib/policy-contract.ts';
 
@@ -159,6 +160,8 @@ async function startRenderer(dir: string, cgroup: MemoryCgroup | undefined): Pro
     CHROMIUM_PATH: CHROMIUM,
     TINTYPE_LEASE_PUBLIC_KEYS: leaseKeyText(BENCH_LEASE_KEYS.publicKey),
     TINTYPE_POLICY_URL: await standInPolicy(),
+    // The stand-in takes any call; the renderer does not start without a token to send.
+    TINTYPE_RENDERER_TOKEN: newRendererToken(),
   };
   const child = spawn('/usr/bin/env', ['-u', 'NODE_OPTIONS', TINTYPE, 'renderer'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   // Before it starts Chromium (node takes its time loading first), so the whole tree is counted.

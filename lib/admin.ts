@@ -2,18 +2,21 @@
  * The admin listener every role has, on its own port and never on the public one: `/metrics`
  * (Prometheus text), `/healthz/live` (200 while the process answers), `/healthz/ready` (200 once
  * the role is ready, 503 from the start of a drain), and the paths a role adds (the renderer's
- * `/state`, policy's `/usage`). Every path only reads: a drain is begun by the role's own SIGTERM
- * (`drainAfterSignal`), never by a request, since whatever shares the pod's network (the
- * renderer's browser container) or may reach the port (docs/security.md) could otherwise make the
- * role unready for good.
+ * `/state`); beside it, optionally, a unix socket that answers the same and what only someone on
+ * the host may read (policy's `/usage` and `/egress`). Every path only reads: a drain is begun by
+ * the role's own SIGTERM (`drainAfterSignal`), never by a request, since whatever shares the
+ * pod's network (the renderer's browser container) or may reach the port (docs/security.md)
+ * could otherwise make the role unready for good.
  * One listener can serve the registries of several roles (`tintype start`).
  */
+import { chmodSync, lstatSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { writeBody, writeMethodNotAllowed, writeNotFound } from './answers.ts';
 import { drain } from './body.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { listen } from './listen.ts';
+import { PRIVATE_FILE_MODE } from './private-files.ts';
 import type { Logger } from './log.ts';
 import { PROMETHEUS_CONTENT_TYPE, type Registry } from './metrics.ts';
 
@@ -26,14 +29,24 @@ export const METRICS_PATH = '/metrics';
 export const LIVE_PATH = '/healthz/live';
 export const READY_PATH = '/healthz/ready';
 
+/** The admin socket's name in the role's data directory (`AdminOptions.socket`). */
+export const ADMIN_SOCKET_NAME = 'admin.sock';
+
 export interface AdminOptions {
   host?: string;
   port?: number;
   registries: readonly Registry[];
   /** Readiness: every role started and healthy. Liveness is the process answering. */
   ready: () => boolean | Promise<boolean>;
-  /** Further admin-only GET paths and their handlers (`/state`, `/usage`). */
+  /** Further admin-only GET paths and their handlers (`/state`). */
   routes?: Readonly<Record<string, http.RequestListener>>;
+  /**
+   * A unix socket in the role's private data directory (0600) answering everything the port does
+   * and `routes` besides: what only someone on the host, or in the container (`kubectl exec`), may
+   * read (policy's `/usage` and `/egress`, docs/operations.md "Reading usage"). A peer's address
+   * cannot say that: under a sidecar mesh every peer arrives from loopback.
+   */
+  socket?: { path: string; routes: Readonly<Record<string, http.RequestListener>> };
   /**
    * Called once, when a drain begins: the role's listeners start answering `connection: close`
    * (lib/graceful-close.ts `leave`), so kept-alive clients move to other pods before it stops.
@@ -107,20 +120,48 @@ export async function drainAfterSignal(signal: NodeJS.Signals, waitS: number, dr
   process.off('SIGTERM', onSignal!).off('SIGINT', onSignal!);
 }
 
+/**
+ * Removes the socket at `path` when no process answers on it (one left by a process that was
+ * killed would refuse the listen); one that answers is another process's, and is left alone.
+ */
+async function removeStaleSocket(path: string): Promise<void> {
+  if (lstatSync(path, { throwIfNoEntry: false })?.isSocket() !== true) return;
+  const answered = await new Promise<boolean>((resolve) => {
+    const probe = net.connect({ path }, () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
+  if (!answered) rmSync(path, { force: true });
+}
+
 export function createAdminServer(options: AdminOptions): AdminServer {
   const handler = adminHandler(options);
   const server = http.createServer(handler);
+  const socket = options.socket;
+  // The socket's handler shares the port's drain, so both answer readiness alike.
+  const local = socket === undefined ? undefined
+    : http.createServer(adminHandler({ ...options, routes: { ...options.routes, ...socket.routes }, ready: () => !handler.draining() && options.ready() }));
   let listening = false;
+  const close = async (s: http.Server): Promise<void> => {
+    s.closeAllConnections();
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+  };
   return {
     async start() {
       await listen(server, { port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
+      if (local !== undefined && socket !== undefined) {
+        await removeStaleSocket(socket.path);
+        await listen(local, { path: socket.path });
+        chmodSync(socket.path, PRIVATE_FILE_MODE);
+      }
       listening = true;
     },
     async stop() {
       if (!listening) return;
       listening = false;
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all([server, ...(local === undefined ? [] : [local])].map(close));
     },
     healthy: () => listening,
     drain: handler.drain,

@@ -2,39 +2,24 @@
  * The one reader of request bodies, for every role. At most `limit` bytes are ever held, whether
  * the size is announced (`content-length`) or only discovered while a chunked body streams in
  * (spec Part 8); past the limit, bytes are read and dropped so the client can still read its
- * 413. A reader may also count what it holds against a budget shared with other readers (the
- * edge's bodies whose key is not yet checked, docs/security.md "The meter's walls") and bound the time the whole
- * body may take. `drain()` is the one way a role drops a body it will not read.
+ * 413. A reader may also bound the time the whole body may take. `drain()` is the one way a role
+ * drops a body it will not read.
  */
 import type { IncomingMessage } from 'node:http';
 
 export type BodyRead =
-  /** `held`: bytes taken from the budget, given back by the caller when it is done with them. */
-  | { kind: 'body'; body: Buffer; held: number }
+  | { kind: 'body'; body: Buffer }
   | { kind: 'too_large' }
-  | { kind: 'busy' }
   | { kind: 'timeout' }
   /** The client went away before the body was in. */
   | { kind: 'aborted' };
 
-/** Bytes shared by several readers. */
-export interface BodyBudget {
-  /** Takes `n` bytes of the budget, or answers false and takes nothing. */
-  take(n: number): boolean;
-  /** Gives back bytes taken earlier. */
-  give(n: number): void;
-}
-
 export interface BodyBounds {
   /** Largest body, in bytes. */
   limit: number;
-  /** What the body held counts against; no bound but `limit` when omitted. */
-  budget?: BodyBudget;
   /** How long the whole body may take once the headers are in; no bound when omitted. */
   timeoutMs?: number;
 }
-
-const UNBOUNDED: BodyBudget = { take: () => true, give: () => {} };
 
 /** Whether the request announces, by `content-length`, a body over `limit`. */
 export function announcedTooLarge(req: IncomingMessage, limit: number): boolean {
@@ -59,20 +44,17 @@ export function drain(req: IncomingMessage, maxMs?: number): void {
 
 /**
  * Reads the whole body, holding at most `limit` bytes. Resolves `too_large` as soon as the limit
- * is passed (at once when the announced length passes it), `busy` as soon as the bytes arrived
- * would pass the budget (only what arrived is charged: a length announced and never sent holds
- * nothing), `timeout` when the body is not in within its time, `aborted` when the client goes.
+ * is passed (at once when the announced length passes it), `timeout` when the body is not in
+ * within its time, `aborted` when the client goes.
  * After anything but `body` the rest of the stream is dropped as it arrives; the caller decides
  * how long to keep the connection for it (drain()).
  */
 export function readBody(req: IncomingMessage, bounds: BodyBounds): Promise<BodyRead> {
   const { limit } = bounds;
-  const budget = bounds.budget ?? UNBOUNDED;
   if (announcedTooLarge(req, limit)) {
     drain(req);
     return Promise.resolve({ kind: 'too_large' });
   }
-  let taken = 0;
   return new Promise((resolve) => {
     let chunks: Buffer[] = [];
     let size = 0;
@@ -82,22 +64,16 @@ export function readBody(req: IncomingMessage, bounds: BodyBounds): Promise<Body
       if (done) return;
       done = true;
       clearTimeout(timer);
-      if (r.kind !== 'body') {
-        chunks = [];
-        budget.give(taken);
-        taken = 0;
-      }
+      if (r.kind !== 'body') chunks = [];
       resolve(r);
     };
     req.on('data', (chunk: Buffer) => {
       if (done) return; // refused: dropped, never held
       size += chunk.length;
       if (size > limit) return finish({ kind: 'too_large' });
-      if (!budget.take(chunk.length)) return finish({ kind: 'busy' });
-      taken = size;
       chunks.push(chunk);
     });
-    req.once('end', () => finish({ kind: 'body', body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), held: taken }));
+    req.once('end', () => finish({ kind: 'body', body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) }));
     req.once('error', () => finish({ kind: 'aborted' }));
     req.once('close', () => {
       if (!req.complete) finish({ kind: 'aborted' });

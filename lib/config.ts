@@ -6,8 +6,8 @@
 import type { KeyObject } from 'node:crypto';
 import path from 'node:path';
 import { leaseKeySeed, parseLeasePrivateKey, parseLeasePublicKey } from './lease.ts';
-import { MAX_BODY_BYTES } from './policy-contract.ts';
 import { RenderTokens, TOKEN_KEY_MIN_BYTES } from './render-token.ts';
+import { RENDERER_TOKEN_FORM } from './renderer-token.ts';
 
 /** A setting that cannot be used; the message names the variable. */
 export class ConfigError extends Error {
@@ -36,8 +36,13 @@ export const GUARD_BOUND_DEFAULTS = Object.freeze({
 });
 export const MAX_SLOTS = 64;
 
-/** Request bodies the embedded edge holds before their key is checked, when `TINTYPE_EDGE_MAX_BUFFERED_BYTES` is unset (64 MiB). */
-export const DEFAULT_EDGE_MAX_BUFFERED_BYTES = 67_108_864;
+/** Connections each of policy's listeners holds when `TINTYPE_POLICY_MAX_CONNECTIONS` is unset. */
+export const DEFAULT_POLICY_MAX_CONNECTIONS = 1_024;
+
+/** Of a listener's `max` connections, what one peer may hold (lib/peers.ts): a quarter. */
+export function perPeerConnections(max: number): number {
+  return Math.floor(max / 4);
+}
 
 /** The uid and gid Chromium runs under in netns isolation when the renderer is root (docs/security.md "Chromium isolation"). */
 export const DEFAULT_CHROMIUM_UID = 10_999;
@@ -106,8 +111,12 @@ export interface Config {
   policyUrl: string | undefined;
   /** Policy's listener for renderers (claim, release, settle); its ext_authz listener is `port`. */
   policySettlePort: number | undefined;
-  /** Whether `tintype policy` answers `/usage` on its admin listener to any peer; loopback peers only when false. */
+  /** Whether `tintype policy` also answers `/usage` and `/egress` on its admin port; on its admin socket only when false. */
   policyUsageOpen: boolean;
+  /** The token renderers present to policy's renderer listener (lib/renderer-token.ts); policy refuses every call without it. */
+  rendererToken: string | undefined;
+  /** Connections each of policy's listeners holds at most; a quarter of them from one peer. */
+  policyMaxConnections: number;
   /** Grace added to the render budget before an unsettled lease expires. */
   leaseGraceMs: number;
   /** Days policy keeps egress audit records (docs/operations.md "Egress policy and audit"). */
@@ -118,8 +127,6 @@ export interface Config {
   leaseSigningKey: KeyObject | undefined;
   /** Ed25519 public keys that verify leases (rotation: several); what a renderer holds. */
   leasePublicKeys: readonly KeyObject[];
-  /** Request bodies the embedded edge holds before their key is checked; one more is 503 `busy`. */
-  edgeMaxBufferedBytes: number;
   /** Client connections the embedded edge holds at most. */
   edgeMaxConnections: number;
   /** SQLite `synchronous` level for policy state: `normal` survives a killed process, `full` also power loss. */
@@ -263,6 +270,13 @@ function signingKey(env: Env, name: string): KeyObject | undefined {
   return key;
 }
 
+function rendererToken(env: Env, name: string): string | undefined {
+  const v = raw(env, name);
+  if (v === undefined) return undefined;
+  if (!RENDERER_TOKEN_FORM.test(v)) throw new ConfigError(`${name} must be 32 to 256 URL-safe characters (A-Z a-z 0-9 _ . ~ + / = -), random: for example 32 random bytes in base64`);
+  return v;
+}
+
 function publicKeys(env: Env, name: string): KeyObject[] {
   return list(env, name).map((text) => {
     try {
@@ -357,12 +371,13 @@ export function loadConfig(env: Env = process.env): Readonly<Config> {
     policyUrl: url(env, 'TINTYPE_POLICY_URL', ['http', 'https']),
     policySettlePort: optionalPort(env, 'TINTYPE_POLICY_SETTLE_PORT'),
     policyUsageOpen: oneOf(env, 'TINTYPE_POLICY_USAGE_OPEN', ['true', 'false'] as const, 'false') === 'true',
+    rendererToken: rendererToken(env, 'TINTYPE_RENDERER_TOKEN'),
+    policyMaxConnections: integer(env, 'TINTYPE_POLICY_MAX_CONNECTIONS', DEFAULT_POLICY_MAX_CONNECTIONS, 4, 1_000_000),
     leaseGraceMs: integer(env, 'TINTYPE_LEASE_GRACE_MS', 15_000, 0, 600_000),
     egressAuditDays: integer(env, 'TINTYPE_EGRESS_AUDIT_DAYS', 30, 1, 3_650),
     ledgerMonths: raw(env, 'TINTYPE_LEDGER_MONTHS') === undefined ? undefined : integer(env, 'TINTYPE_LEDGER_MONTHS', 0, 1, 1_200),
     leaseSigningKey: signingKey(env, 'TINTYPE_LEASE_SIGNING_KEY'),
     leasePublicKeys: Object.freeze(publicKeys(env, 'TINTYPE_LEASE_PUBLIC_KEYS')),
-    edgeMaxBufferedBytes: integer(env, 'TINTYPE_EDGE_MAX_BUFFERED_BYTES', DEFAULT_EDGE_MAX_BUFFERED_BYTES, MAX_BODY_BYTES, Number.MAX_SAFE_INTEGER),
     edgeMaxConnections: integer(env, 'TINTYPE_EDGE_MAX_CONNECTIONS', 1_024, 1, 1_000_000),
     sqliteSync: oneOf(env, 'TINTYPE_SQLITE_SYNC', ['normal', 'full'] as const, 'normal'),
     migrate: oneOf(env, 'TINTYPE_MIGRATE', ['start', 'wait'] as const, 'start'),
@@ -409,6 +424,14 @@ export function requireGuardTokens(config: Pick<Config, 'guardTokens'>, who: str
     throw new ConfigError(`GUARD_TOKEN_KEY must be set on ${who}: the base64 of at least ${TOKEN_KEY_MIN_BYTES} random bytes (openssl rand -base64 32 makes one), the same on the guard and every renderer`);
   }
   return config.guardTokens;
+}
+
+/** The renderer token policy checks on its renderer listener; without it policy would take anyone's claims. */
+export function requireRendererToken(config: Readonly<Config>): string {
+  if (config.rendererToken === undefined) {
+    throw new ConfigError('TINTYPE_RENDERER_TOKEN must be set on policy and on every renderer: 32 to 256 URL-safe characters, random (for example 32 random bytes in base64), the same on both');
+  }
+  return config.rendererToken;
 }
 
 /** The public keys a standalone renderer checks leases with; without them it cannot check one. */

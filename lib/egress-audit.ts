@@ -49,8 +49,8 @@ export interface AuditPoster {
 }
 
 /** A poster to policy's renderer listener at `policyUrl`, one post at a time over kept-alive connections. */
-export function auditPoster(policyUrl: string, options: { onLost?: (why: string) => void } = {}): AuditPoster {
-  const poster = policyPoster(policyUrl, { maxSockets: 2 });
+export function auditPoster(policyUrl: string, options: { token?: string; onLost?: (why: string) => void } = {}): AuditPoster {
+  const poster = policyPoster(policyUrl, { maxSockets: 2, ...(options.token === undefined ? {} : { token: options.token }) });
   const waiting: EgressAuditPost[] = [];
   let given = 0;
   let running: Promise<void> | undefined;

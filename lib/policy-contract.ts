@@ -18,7 +18,8 @@
  * 204, 401 for a lease policy did not sign, 404 for one it never granted.
  *
  * Policy serves ext_authz on one listener (the edge's) and claim, release and settle on another
- * (the renderers'), so a network policy can let each peer reach only its own.
+ * (the renderers'), so a network policy can let each peer reach only its own; the renderers'
+ * takes a call only with the renderer token (lib/renderer-token.ts).
  */
 import { isMetered } from './errors.ts';
 import { policyPoster } from './policy-poster.ts';
@@ -129,7 +130,7 @@ export interface Settler {
  * (lib/policy-poster.ts): a fraction of fetch's cost per call, for a claim and a settle on every
  * answer of `tintype start` (bench/edge.ts).
  */
-export function agentSettler(policyUrl: string, options: { timeoutMs?: number; idleMs?: number } = {}): Settler & { close(): void } {
+export function agentSettler(policyUrl: string, options: { token?: string; timeoutMs?: number; idleMs?: number } = {}): Settler & { close(): void } {
   const { post, close } = policyPoster(policyUrl, { maxSockets: 64, ...options });
   return {
     async claim(lease) {

@@ -5,6 +5,7 @@
  */
 import http from 'node:http';
 import { context, propagation } from '@opentelemetry/api';
+import { rendererTokenHeaders } from './renderer-token.ts';
 
 /**
  * How long one post may take before the attempt is given up: twice policy's store budget
@@ -20,7 +21,8 @@ export interface PolicyPoster {
   close(): void;
 }
 
-export function policyPoster(policyUrl: string, options: { maxSockets: number; timeoutMs?: number; idleMs?: number }): PolicyPoster {
+/** `token`: the renderer token (lib/renderer-token.ts), sent with every post; policy refuses a post without it. */
+export function policyPoster(policyUrl: string, options: { maxSockets: number; token?: string; timeoutMs?: number; idleMs?: number }): PolicyPoster {
   const base = new URL(policyUrl);
   // `timeout` drops a free socket idle this long: below policy's keepAliveTimeout (120 s,
   // policy/server.ts), so this side lets go first and a post never lands on a closing socket.
@@ -34,7 +36,9 @@ export function policyPoster(policyUrl: string, options: { maxSockets: number; t
   return {
     post(path, payload) {
       const body = JSON.stringify(payload);
-      const headers: Record<string, string> = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
+      const headers: Record<string, string> = {
+        'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...rendererTokenHeaders(options.token),
+      };
       propagation.inject(context.active(), headers);
       return new Promise<number>((resolve, reject) => {
         const req = http.request(

@@ -11,7 +11,6 @@ import { EGRESS_DECISIONS, type EgressDecision } from '../lib/egress.ts';
 import type { Logger } from '../lib/log.ts';
 import { LEASE_ID_FORM } from '../lib/policy-contract.ts';
 import type { AuditQuery, EgressAuditRecord, EgressStore } from './store/egress-store.ts';
-import { isLoopback } from './usage-http.ts';
 
 export const EGRESS_PATH = '/egress';
 export const EGRESS_FORMATS = ['table', 'csv', 'json'] as const;
@@ -69,16 +68,15 @@ export function formatAudit(records: readonly EgressAuditRecord[], format: Egres
 
 /**
  * Answers `GET /egress?key=ID[&since=…][&until=…][&decision=…][&format=…]` (JSON by default);
- * like `/usage`, to loopback peers only unless `open` (TINTYPE_POLICY_USAGE_OPEN).
+ * served where `/usage` is (policy/usage-http.ts).
  */
-export function egressHandler(o: { store: EgressStore; logger: Logger; open?: boolean }): http.RequestListener {
+export function egressHandler(o: { store: EgressStore; logger: Logger }): http.RequestListener {
   const send = (res: http.ServerResponse, status: number, body: string, type = 'application/json; charset=utf-8'): void => {
     res.writeHead(status, { 'content-type': type, 'cache-control': 'no-store', 'content-length': Buffer.byteLength(body) });
     res.end(body);
   };
   return (req, res) => {
     drain(req);
-    if (o.open !== true && !isLoopback(req.socket.remoteAddress)) return send(res, 404, JSON.stringify({ error: 'not_found' }));
     if (req.method !== 'GET') return send(res, 405, JSON.stringify({ error: 'method_not_allowed' }));
     const params = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
     let q: AuditQuery;

@@ -10,6 +10,7 @@ export function policyMetrics(registry: Registry = new Registry()) {
     settles: registry.counter('tintype_policy_settles_total', 'settle requests by result and metering'),
     claims: registry.counter('tintype_policy_claims_total', 'lease claims and releases by result (claimed, held, spent, released, forged)'),
     expiries: registry.counter('tintype_policy_lease_expiries_total', 'leases expired unsettled'),
+    refused: registry.counter('tintype_policy_refused_total', 'connections and calls refused before any work, by reason (connections, peer_connections, no_renderer_token)'),
     storeErrors: registry.counter('tintype_policy_store_errors_total', 'store calls that failed (answered 503 busy)'),
   };
 }

@@ -3,8 +3,10 @@
  * Envoy's HTTP ext_authz calls it (`/authz` + the client's path, the client's method,
  * `authorization` and `traceparent`, no body); and the renderers', with `POST /claim`,
  * `/release` and `/settle` (docs/architecture.md §4). Each answers only its own paths, so the
- * chart's NetworkPolicy lets Envoy reach only the first and renderers only the second. Both
- * answer `/healthz/live`, `/healthz/ready` and `/metrics`.
+ * chart's NetworkPolicy lets Envoy reach only the first and renderers only the second, and the
+ * second takes calls only with the renderer token (lib/renderer-token.ts). Both answer
+ * `/healthz/live`, `/healthz/ready` and `/metrics`; both bound connections (in all and per peer)
+ * and the time headers and body may take.
  *
  * Denials are the exact client answer and always 4xx, because Envoy turns a 5xx from the
  * authorization server into an error of its own. The one 5xx policy gives is the fail-closed
@@ -42,7 +44,9 @@ import { type Plans, loadPlans } from './plans.ts';
 import { openStore } from './store/open.ts';
 import type { PolicyStore } from './store/store.ts';
 import { type SchemaWait, waitForSchema } from './store/schema.ts';
-import { ConfigError, requireLeaseSigningKey } from '../lib/config.ts';
+import { ConfigError, perPeerConnections, requireLeaseSigningKey, requireRendererToken } from '../lib/config.ts';
+import { limitConnections } from '../lib/peers.ts';
+import { carriesRendererToken } from '../lib/renderer-token.ts';
 import { MAX_LEASE_CHARS, leaseSigner, type LeaseClaims } from '../lib/lease.ts';
 import type { EgressPolicy } from '../lib/egress.ts';
 import { gracefulClose } from '../lib/graceful-close.ts';
@@ -58,6 +62,14 @@ export const DEFAULT_POLICY_SETTLE_PORT = 8181;
 export const POLICY_ADMIN_PORT = 9081;
 /** How long policy keeps an idle client connection; an edge drops its idle ones sooner (the client side lets go first). */
 export const POLICY_KEEP_ALIVE_MS = 120_000;
+/**
+ * How long a request's headers may take, and the whole request with its body (a check, a claim
+ * or a settle is under 10 KiB, sent at once): a peer that trickles either is answered 408 and its
+ * connection closed (docs/security.md "The meter's walls"). An idle kept-alive connection is
+ * timed by POLICY_KEEP_ALIVE_MS instead.
+ */
+export const POLICY_HEADERS_TIMEOUT_MS = 5_000;
+export const POLICY_REQUEST_TIMEOUT_MS = 10_000;
 /** A settle, claim or release body: a lease (an egress policy makes it long) and a few fields. */
 const SETTLE_BODY_LIMIT = MAX_LEASE_CHARS + 1024;
 const SWEEP_EVERY_MS = 1_000;
@@ -115,8 +127,14 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   let schemaWait: SchemaWait | undefined;
   let sweeping: Promise<number> | undefined;
 
+  const rendererToken = requireRendererToken(config);
   const listener = (route: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>): http.Server => {
-    const s = http.createServer({ maxHeaderSize: ROLE_MAX_REQUEST_HEADER_BYTES }, (req, res) => {
+    const s = http.createServer({
+      maxHeaderSize: ROLE_MAX_REQUEST_HEADER_BYTES,
+      headersTimeout: POLICY_HEADERS_TIMEOUT_MS,
+      requestTimeout: POLICY_REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: 1_000,
+    }, (req, res) => {
       route(req, res).catch((err: unknown) => {
         logger.error('request_failed', { message: err instanceof Error ? err.message : String(err) });
         if (!res.headersSent) send(res, new ServiceError('busy').answer());
@@ -125,7 +143,12 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     });
     // Envoy and renderers keep connections open; closing one under them would turn a call into an error.
     s.keepAliveTimeout = POLICY_KEEP_ALIVE_MS;
-    s.headersTimeout = POLICY_KEEP_ALIVE_MS + 5_000;
+    // No peer takes every descriptor and megabyte (docs/security.md "The meter's walls").
+    limitConnections(s, {
+      max: config.policyMaxConnections,
+      perPeer: perPeerConnections(config.policyMaxConnections),
+      onRefused: (over) => metrics.refused.inc({ reason: over === 'peer' ? 'peer_connections' : 'connections' }),
+    });
     return s;
   };
   const server = listener(async (req, res) => {
@@ -138,6 +161,13 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
     const handler = path === SETTLE_PATH ? settle : path === CLAIM_PATH ? claim : path === RELEASE_PATH ? release
       : path === EGRESS_AUDIT_PATH ? audit.handle : undefined;
     if (handler === undefined) return common(req, res);
+    // Only a renderer holds the token: anyone else is refused on the headers, the body unread.
+    if (!carriesRendererToken(req.headers, rendererToken)) {
+      metrics.refused.inc({ reason: 'no_renderer_token' });
+      res.shouldKeepAlive = false;
+      drain(req, 1_000);
+      return send(res, new ServiceError('unauthorized').answer());
+    }
     if (req.method !== 'POST') {
       drain(req);
       return send(res, new ServiceError('method_not_allowed').answer());

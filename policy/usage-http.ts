@@ -1,6 +1,7 @@
 /**
- * `GET /usage?month=YYYY-MM[&key=ID]` on an admin listener, never on a port callers or renderers
- * reach (docs/operations.md "Reading usage"): the report as JSON, the same document as
+ * `GET /usage?month=YYYY-MM[&key=ID]` on the admin socket (lib/admin.ts), never on a port callers
+ * or renderers reach, nor on the admin port unless TINTYPE_POLICY_USAGE_OPEN puts it there
+ * (docs/operations.md "Reading usage"): the report as JSON, the same document as
  * `tintype usage --format json`. Bad input is 400 (404 for an unknown key) with a message; a
  * store that cannot answer is 503 `busy`. One report is read at a time: a month of millions
  * of records takes seconds, and a second one asked meanwhile is told to come back.
@@ -21,20 +22,6 @@ export interface UsageHandlerOptions {
   plans: Plans;
   clock: Clock;
   logger: Logger;
-  /**
-   * Whether any peer of the admin listener may read the report (`TINTYPE_POLICY_USAGE_OPEN`).
-   * When false, only a loopback peer may: an operator on the host, or through
-   * `kubectl port-forward`; anyone else is answered 404 as if there were no such path, while
-   * probes and metrics on the same listener stay open.
-   */
-  open?: boolean;
-}
-
-/** Whether a peer address is this host's loopback (127.0.0.0/8, ::1, or 127/8 mapped into IPv6). */
-export function isLoopback(address: string | undefined): boolean {
-  if (address === undefined) return false;
-  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
-  return address === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(v4);
 }
 
 function send(res: http.ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
@@ -50,7 +37,6 @@ export function usageHandler(o: UsageHandlerOptions): http.RequestListener {
   let reading = false;
   return (req, res) => {
     drain(req);
-    if (o.open !== true && !isLoopback(req.socket.remoteAddress)) return send(res, 404, JSON.stringify({ error: 'not_found' }));
     if (req.method !== 'GET') return send(res, 405, JSON.stringify({ error: 'method_not_allowed' }), { allow: 'GET' });
     const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
     let month: string;

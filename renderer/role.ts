@@ -3,7 +3,7 @@
  * the server, the Chromium pool, OG threads, the cache, and the guard the renderer goes through:
  * its own on a private unix socket, or the one GUARD_URL names (docs/architecture.md §3).
  */
-import type { Config } from '../lib/config.ts';
+import { type Config, requireRendererToken } from '../lib/config.ts';
 import { lifecycleGroup, type Lifecycle } from '../lib/lifecycle.ts';
 import { quietWhile, type Logger } from '../lib/log.ts';
 import { Registry } from '../lib/metrics.ts';
@@ -40,7 +40,8 @@ export interface RendererRoleOptions {
 function settlerFor(config: Readonly<Config>, logger: Logger): Settler & { close(): void } {
   // A settle follows every answer: node:http with a kept-alive agent, carrying the trace
   // context, costs a fraction of fetch per call (bench/edge.ts); the server retries twice.
-  if (config.policyUrl !== undefined) return agentSettler(config.policyUrl);
+  // Policy takes calls only with the renderer token (lib/renderer-token.ts): without it, no start.
+  if (config.policyUrl !== undefined) return agentSettler(config.policyUrl, { token: requireRendererToken(config) });
   // Without policy no lease can be claimed, so none is used: every leased request is 503 busy.
   logger.warn('renderer.no_policy_url', { detail: 'TINTYPE_POLICY_URL is unset; no lease can be claimed, every request is answered 503 busy' });
   const unreachable = async (): Promise<never> => {
@@ -87,6 +88,7 @@ export async function createRendererRole(config: Readonly<Config>, logger: Logge
   }
   // A keyed render's guard decisions go to policy's audit trail after the render (lib/egress-audit.ts).
   const audit = config.policyUrl === undefined ? undefined : auditPoster(config.policyUrl, {
+    token: config.rendererToken,
     onLost: (why) => logger.warn('egress_audit.lost', { why }),
   });
   const egressAudit: EgressAuditSink | undefined = audit === undefined ? undefined : (lease, entries, dropped) => audit.send({ lease, entries, dropped });

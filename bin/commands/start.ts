@@ -6,10 +6,12 @@
  * the one public port; metrics and probes are on the admin port. Wiring only.
  */
 import { createPublicKey, generateKeyPairSync } from 'node:crypto';
-import { createAdminServer } from '../../lib/admin.ts';
+import path from 'node:path';
+import { ADMIN_SOCKET_NAME, createAdminServer } from '../../lib/admin.ts';
 import { createEdge } from '../../envoy/edge/edge.ts';
 import { loadConfig, type Config } from '../../lib/config.ts';
 import { ensurePrivateDir } from '../../lib/private-files.ts';
+import { newRendererToken } from '../../lib/renderer-token.ts';
 import { lifecycleGroup } from '../../lib/lifecycle.ts';
 import { createLogger } from '../../lib/log.ts';
 import { Registry } from '../../lib/metrics.ts';
@@ -32,8 +34,10 @@ export const START_ADMIN_PORT = 9080;
 export interface StartupFacts {
   /** The edge, the one public port. */
   url: string;
-  /** The admin listener: metrics, probes, the usage report. */
+  /** The admin listener: metrics, probes. */
   admin: string;
+  /** The admin socket: those, the usage report and the egress audit. */
+  adminSocket: string;
   dataDir: string;
 }
 
@@ -51,7 +55,7 @@ export function announce(facts: StartupFacts, terminal: boolean, write: (text: s
   }
   write([
     `tintype is listening on ${facts.url} (the OpenAPI document is at ${facts.url}/openapi.json).`,
-    `Metrics, /healthz/live, /healthz/ready, /usage and /egress are on ${facts.admin}.`,
+    `Metrics, /healthz/live and /healthz/ready are on ${facts.admin}; /usage and /egress on the unix socket ${facts.adminSocket}.`,
     `State and cache are kept in ${facts.dataDir}.`,
     `Create a key with: ${createKey}`,
     '',
@@ -61,7 +65,7 @@ export function announce(facts: StartupFacts, terminal: boolean, write: (text: s
 export const startCommand: Command = {
   help: helpText({
     synopsis: ['tintype start'],
-    about: 'The whole service in one process: the edge on PORT (8080), policy, the renderer and its guard on loopback; metrics, probes and the usage report (GET /usage) on the admin port (TINTYPE_ADMIN_PORT, 127.0.0.1:9080). State and cache in TINTYPE_DATA_DIR. SIGTERM or Ctrl-C lets renders in flight finish, then stops.',
+    about: 'The whole service in one process: the edge on PORT (8080), policy, the renderer and its guard on loopback; metrics and probes on the admin port (TINTYPE_ADMIN_PORT, 127.0.0.1:9080), and with the usage report and egress audit (GET /usage, /egress) on the unix socket TINTYPE_DATA_DIR/admin.sock. State and cache in TINTYPE_DATA_DIR. SIGTERM or Ctrl-C lets renders in flight finish, then stops.',
     settings: ['PORT', 'TINTYPE_ADMIN_PORT', 'DATABASE_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_PLANS', 'REDIS_URL', 'TINTYPE_CACHE_MAX_BYTES', 'CHROMIUM_PATH', 'TINTYPE_SLOTS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_MAX_OUTPUT_BYTES', 'TINTYPE_RECYCLE_AFTER_RENDERS', 'TINTYPE_BROWSER_MAX_RSS_MB', 'TINTYPE_ISOLATION', 'TINTYPE_OG_THREADS', 'TINTYPE_OG_QUEUE', 'TINTYPE_LEASE_GRACE_MS', 'TINTYPE_EGRESS_AUDIT_DAYS', 'TINTYPE_LEDGER_MONTHS', 'TINTYPE_LEASE_SIGNING_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'GUARD_SOCKET', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
@@ -78,7 +82,8 @@ export const startCommand: Command = {
     // renderer is given the public key only.
     const leaseSigningKey = config.leaseSigningKey ?? generateKeyPairSync('ed25519').privateKey;
     const leasePublicKeys = Object.freeze([createPublicKey(leaseSigningKey), ...config.leasePublicKeys]);
-    const inner: Readonly<Config> = Object.freeze({ ...config, port: 0, adminPort: 0, policySettlePort: 0, leaseSigningKey, leasePublicKeys });
+    // The renderer token too (lib/renderer-token.ts): made for this start, held by policy and the renderer only.
+    const inner: Readonly<Config> = Object.freeze({ ...config, port: 0, adminPort: 0, policySettlePort: 0, leaseSigningKey, leasePublicKeys, rendererToken: newRendererToken() });
     const policy = createPolicyServer({ config: inner, logger: createLogger('policy', { level: config.logLevel }), registry, host: '127.0.0.1' });
 
     // Every port this process listens on: its guard refuses them at this host's loopback, whatever
@@ -108,7 +113,6 @@ export const startCommand: Command = {
         port: config.port ?? START_PORT,
         openapi: openapiJson(),
         renderTimeoutMs: config.renderTimeoutMs,
-        maxBufferedBytes: config.edgeMaxBufferedBytes,
         maxConnections: config.edgeMaxConnections,
         logger: createLogger('edge', { level: config.logLevel }),
         metrics: registry,
@@ -117,10 +121,13 @@ export const startCommand: Command = {
         port: config.adminPort ?? START_ADMIN_PORT,
         registries: [registry],
         ready: () => edge.healthy() && policy.healthy() && renderer.ready(),
-        // Policy's usage report, on this admin listener only (docs/operations.md "Reading usage").
-        routes: {
-          [USAGE_PATH]: usageHandler({ reader: openUsageReader(config), plans: policy.plans, clock: systemClock, logger: createLogger('policy', { level: config.logLevel }) }),
-          [EGRESS_PATH]: egressHandler({ store: policy.store.egress, logger: createLogger('policy', { level: config.logLevel }) }),
+        // Policy's usage report and egress audit, on the admin socket only (docs/operations.md "Reading usage").
+        socket: {
+          path: path.join(config.dataDir, ADMIN_SOCKET_NAME),
+          routes: {
+            [USAGE_PATH]: usageHandler({ reader: openUsageReader(config), plans: policy.plans, clock: systemClock, logger: createLogger('policy', { level: config.logLevel }) }),
+            [EGRESS_PATH]: egressHandler({ store: policy.store.egress, logger: createLogger('policy', { level: config.logLevel }) }),
+          },
         },
       });
       await parts.start(admin);
@@ -131,6 +138,7 @@ export const startCommand: Command = {
       announce({
         url: `http://localhost:${edge.port()}`,
         admin: `http://127.0.0.1:${admin.port()}`,
+        adminSocket: path.join(config.dataDir, ADMIN_SOCKET_NAME),
         dataDir: config.dataDir,
       }, process.stdout.isTTY === true, (text) => process.stdout.write(text));
     } catch (err) {

@@ -15,6 +15,8 @@ export type AuthzDecision =
 
 /** How long a kept-alive connection to policy may stay unused before the edge drops it. */
 export const AUTHZ_IDLE_MS = 60_000;
+/** Connections to policy at most: no more than policy holds from one peer (lib/config.ts perPeerConnections). */
+export const AUTHZ_MAX_SOCKETS = 256;
 
 /** Raised when policy cannot be asked (refused, reset, timed out); Envoy's `status_on_error`. */
 export class AuthzUnavailable extends Error {
@@ -42,7 +44,7 @@ export function createAuthzClient(policyUrl: string, timeoutMs: number): AuthzCl
   const base = new URL(policyUrl);
   // Idle connections are dropped well before policy's keep-alive timeout (policy/server.ts, 120 s),
   // so a check never goes out on a connection policy is closing.
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256, timeout: AUTHZ_IDLE_MS });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: AUTHZ_MAX_SOCKETS, timeout: AUTHZ_IDLE_MS });
   return {
     check(method, pathWithQuery, clientHeaders, trace, clientGone) {
       const headers: Headers = { ...pick(clientHeaders, AUTHZ_REQUEST_HEADERS), ...trace, 'content-length': '0' };

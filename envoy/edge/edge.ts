@@ -1,18 +1,20 @@
 /**
  * The embedded edge: the stand-in for the cluster's Envoy (charts/tintype/files/envoy.yaml) in `tintype start` (docs/architecture.md §1).
- * Per request, in Envoy's filter order: body limit (413 before any key lookup, spec Part 5
- * rule 5) ▸ ext_authz to policy (deny: policy's answer as is) ▸ route to the renderer with the
- * lease ▸ the rate-limit position on every answer that has one (spec 2.1). `/openapi.json` is
+ * Per request, in the filter order of the chart's Envoy: an announced body over the limit is 413
+ * before any key lookup (spec Part 5 rule 5) ▸ ext_authz to policy on the headers (deny:
+ * policy's answer as is, the body never read) ▸ the body, bounded as it arrives (413 past the
+ * limit) ▸ route to the renderer with the lease ▸ the rate-limit position on every answer that
+ * has one (spec 2.1). `/openapi.json` is
  * public (spec Part 9). Metrics and probes live on the admin listener, never here.
  * What a stranger can hold is bounded (docs/security.md "The meter's walls"): connections, the time headers and
- * body may take (408 `request_timeout`), and the bytes of bodies not yet authorized, in all and per client address (503 `busy`).
+ * body may take (408 `request_timeout`), and no body before its key is checked.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context as otelContext, propagation, trace } from '@opentelemetry/api';
 import type { Context, Span } from '@opentelemetry/api';
-import { DEFAULT_EDGE_MAX_BUFFERED_BYTES, DEFAULT_RENDER_TIMEOUT_MS } from '../../lib/config.ts';
+import { DEFAULT_RENDER_TIMEOUT_MS } from '../../lib/config.ts';
 import { ServiceError } from '../../lib/errors.ts';
 import { createLogger, type Logger } from '../../lib/log.ts';
 import type { Lifecycle } from '../../lib/lifecycle.ts';
@@ -24,7 +26,6 @@ import { announcedTooLarge, drain, readBody } from '../../lib/body.ts';
 import {
   IDLE_TIMEOUT_MS, LOCAL_REPLIES, MAX_CONNECTIONS, OPENAPI_PATH, REQUEST_TIMEOUT_MS, REQUEST_HEADERS_TIMEOUT_MS, ROUTED_PREFIX, UPSTREAM_MARGIN_MS,
 } from './contract.ts';
-import { heldBodies, perClientShare } from './held.ts';
 import type { RendererHosts } from './hosts.ts';
 import { createUpstream } from './upstream.ts';
 import { ANY_ADDRESS, listen } from '../../lib/listen.ts';
@@ -50,10 +51,6 @@ export interface EdgeOptions {
   renderTimeoutMs?: number;
   /** Added to the render budget for the whole upstream exchange (Envoy's route timeout). */
   upstreamMarginMs?: number;
-  /** Bytes of bodies held before their key is checked (`TINTYPE_EDGE_MAX_BUFFERED_BYTES`). */
-  maxBufferedBytes?: number;
-  /** Of those, bytes one client address may hold (IPv6: one /64); a quarter of them when omitted. */
-  maxBufferedBytesPerClient?: number;
   /** Client connections held at most (`TINTYPE_EDGE_MAX_CONNECTIONS`). */
   maxConnections?: number;
   headersTimeoutMs?: number;
@@ -69,8 +66,6 @@ export interface Edge extends Lifecycle {
   port(): number;
   /** Requests being answered right now. */
   inFlight(): number;
-  /** Bytes of bodies held now whose key is not yet checked. */
-  bufferedBytes(): number;
 }
 
 const JSON_TYPE = { 'content-type': 'application/json; charset=utf-8' };
@@ -123,8 +118,6 @@ export function createEdge(options: EdgeOptions): Edge {
   const retries = registry.counter('tintype_edge_upstream_retries_total', 'Requests sent again to a renderer, by reason (connect-failure, reset-before-request, 503), as Envoy\'s upstream_rq_retry.');
   const hostSet = Array.isArray(options.rendererUrls) ? undefined : options.rendererUrls as RendererHosts;
   const upstream = createUpstream(options.rendererUrls, (options.renderTimeoutMs ?? DEFAULT_RENDER_TIMEOUT_MS) + margin, (reason) => retries.inc({ reason }));
-  const maxBuffered = options.maxBufferedBytes ?? DEFAULT_EDGE_MAX_BUFFERED_BYTES;
-  const held = heldBodies(maxBuffered, options.maxBufferedBytesPerClient ?? perClientShare(maxBuffered, limit));
   const headersTimeoutMs = options.headersTimeoutMs ?? REQUEST_HEADERS_TIMEOUT_MS;
   const bodyTimeoutMs = options.bodyTimeoutMs ?? REQUEST_TIMEOUT_MS;
   const tracer = trace.getTracer('tintype');
@@ -132,21 +125,22 @@ export function createEdge(options: EdgeOptions): Edge {
   let accepting = false;
 
   /**
-   * After a 413 the rest of the body is dropped as it arrives, for a bounded time, then the
+   * After a 413 (or a denial) the rest of the body is dropped as it arrives, for a bounded time, then the
    * socket goes. The connection is not closed at once: a client still writing its body would
    * get a reset instead of reading its 413, even one that sent `connection: close` (so the
    * connection is kept while the rest is read; the client closes it, or the timer does). A
    * client that asked `expect: 100-continue` sends no body after a refusal, so its connection
    * is closed with the answer.
    */
-  function refuseTooLarge(req: IncomingMessage, res: ServerResponse, bodyComing = true): void {
-    refuseBody(req, res, new ServiceError('payload_too_large'), bodyComing);
+  function refuseTooLarge(req: IncomingMessage, res: ServerResponse, bodyComing = true, headers: Headers = {}): void {
+    if (!bodyComing) return writeError(res, new ServiceError('payload_too_large'), { ...headers, connection: 'close' });
+    answerBeforeBody(req, res, () => writeError(res, new ServiceError('payload_too_large'), headers));
   }
 
-  /** Answers before the body is in (413, or 503 `busy` when the budget is spent), then drops the rest. */
-  function refuseBody(req: IncomingMessage, res: ServerResponse, error: ServiceError, bodyComing = true): void {
-    if (bodyComing && !req.complete) res.shouldKeepAlive = true;
-    writeError(res, error, bodyComing ? {} : { connection: 'close' });
+  /** Answers (`write`) before the body is in (413, a denial, 503 `busy`), then drops the rest as it arrives. */
+  function answerBeforeBody(req: IncomingMessage, res: ServerResponse, write: () => void): void {
+    if (!req.complete) res.shouldKeepAlive = true;
+    write();
     drain(req, 5_000);
   }
 
@@ -161,25 +155,14 @@ export function createEdge(options: EdgeOptions): Edge {
     res.once('close', () => {
       if (!res.writableFinished) gone.abort();
     });
-    const budget = held.forClient(req.socket.remoteAddress);
-    const read = await readBody(req, { limit, budget, timeoutMs: bodyTimeoutMs });
-    switch (read.kind) {
-      case 'too_large':
-        refuseTooLarge(req, res);
-        return { status: 413, error: 'payload_too_large' };
-      case 'busy':
-        refuseBody(req, res, new ServiceError('busy'));
-        return { status: 503, error: 'busy' };
-      case 'timeout':
-        // Too slow to be anyone's real upload: answered, and the connection goes.
-        writeError(res, new ServiceError('request_timeout'), { connection: 'close' });
-        return { status: 408, error: 'request_timeout' };
-      case 'aborted':
-        return { status: 499 };
-      case 'body':
-        break;
+    // 413 on an announced length first, before any key lookup (spec Part 5 rule 5).
+    if (announcedTooLarge(req, limit)) {
+      refuseTooLarge(req, res);
+      return { status: 413, error: 'payload_too_large' };
     }
-
+    // The key is checked on the headers, before a byte of the body is read (docs/security.md "The
+    // meter's walls"): a body is only ever a checked caller's memory, bounded by its plan's
+    // concurrency, and no unkeyed body can take the room a keyed request needs.
     // Policy's own `authz` span joins this trace through the traceparent sent with the check;
     // the renderer's joins it through the same headers (one edge span is the parent of both).
     const propagated = traceHeaders(ctx, req.headers);
@@ -192,19 +175,35 @@ export function createEdge(options: EdgeOptions): Edge {
       // Policy cannot be asked: nobody is refused for it and nothing is leased (Envoy status_on_error).
       authzErrors.inc();
       log.warn('authz_unavailable', { reason: (err as Error).message });
-      writeError(res, new ServiceError('busy'));
+      answerBeforeBody(req, res, () => writeError(res, new ServiceError('busy')));
       return { status: 503, error: 'busy' };
-    } finally {
-      // Checked: from here the body is a known caller's, bounded by its plan's concurrency.
-      budget.give(read.held);
     }
     span.setAttribute('tintype.authz.allowed', decision.allowed);
 
     if (!decision.allowed) {
-      res.writeHead(decision.status, { ...decision.client, 'content-length': String(decision.body.length) });
-      res.end(decision.body);
+      answerBeforeBody(req, res, () => {
+        res.writeHead(decision.status, { ...decision.client, 'content-length': String(decision.body.length) });
+        res.end(decision.body);
+      });
       const error = errorCode(decision.body);
       return error === undefined ? { status: decision.status } : { status: decision.status, error };
+    }
+
+    // A keyed caller's body, bounded as it arrives: a chunked one past the limit is 413. A body
+    // that fails here leaves its lease unused, to expire unmetered (docs/security.md "The meter's walls").
+    const read = await readBody(req, { limit, timeoutMs: bodyTimeoutMs });
+    switch (read.kind) {
+      case 'too_large':
+        refuseTooLarge(req, res, true, decision.client);
+        return { status: 413, error: 'payload_too_large' };
+      case 'timeout':
+        // Too slow to be anyone's real upload: answered, and the connection goes.
+        writeError(res, new ServiceError('request_timeout'), { ...decision.client, connection: 'close' });
+        return { status: 408, error: 'request_timeout' };
+      case 'aborted':
+        return clientLeft();
+      case 'body':
+        break;
     }
 
     const outcome = await upstream.forward(req, res, read.body, decision.upstream, decision.client, propagated, gone.signal);
@@ -317,6 +316,5 @@ export function createEdge(options: EdgeOptions): Edge {
     healthy: () => accepting,
     port: () => (server.address() as AddressInfo).port,
     inFlight: () => inFlight,
-    bufferedBytes: () => held.held(),
   };
 }

@@ -87,7 +87,7 @@ t.test('on a terminal: sentences saying where it listens, where state is and how
   await closed;
   const text = out.replace(/\r/g, '');
   t.match(text, /^tintype is listening on http:\/\/localhost:\d+ \(the OpenAPI document is at http:\/\/localhost:\d+\/openapi\.json\)\.$/m);
-  t.match(text, /^Metrics, \/healthz\/live, \/healthz\/ready, \/usage and \/egress are on http:\/\/127\.0\.0\.1:\d+\.$/m);
+  t.match(text, new RegExp(`^Metrics, /healthz/live and /healthz/ready are on http://127\\.0\\.0\\.1:\\d+; /usage and /egress on the unix socket ${dataDir}/admin\\.sock\\.$`, 'm'));
   t.match(text, new RegExp(`^State and cache are kept in ${dataDir}\\.$`, 'm'));
   t.match(text, new RegExp(`^Create a key with: TINTYPE_DATA_DIR=${dataDir} bin/tintype keys create --plan free$`, 'm'));
   t.notMatch(text, /"event":"start\.listening"/, 'not the JSON line of a pipe');

@@ -48,7 +48,7 @@ t.test('the validator itself refuses an unknown field at any depth and a wrong t
 t.test('bare defaults are refused with a message that says what to set', async (t) => {
   const r = await helm(['template', 'tt', CHART]);
   t.not(r.code, 0);
-  t.match(r.stderr, /set secrets\.existingSecret, or all of secrets\.databaseUrl, secrets\.redisUrl, secrets\.leaseSigningKey and secrets\.leasePublicKeys/);
+  t.match(r.stderr, /set secrets\.existingSecret, or all of secrets\.databaseUrl, secrets\.redisUrl, secrets\.leaseSigningKey, secrets\.leasePublicKeys and secrets\.rendererToken/);
 });
 
 t.test('Envoy needs a certificate', async (t) => {
@@ -74,7 +74,7 @@ t.test('gVisor with user-namespaced pods, which the kubelet refuses, is refused 
 t.test('an existing Secret and secret values together are refused', async (t) => {
   const r = await helm(['template', 'tt', CHART, '-f', path.join(CHART, 'ci/default-values.yaml'), '--set', 'secrets.existingSecret=s']);
   t.not(r.code, 0);
-  t.match(r.stderr, /leave secrets\.databaseUrl, secrets\.redisUrl, secrets\.leaseSigningKey, secrets\.leasePublicKeys and secrets\.guardTokenKey empty/);
+  t.match(r.stderr, /leave secrets\.databaseUrl, secrets\.redisUrl, secrets\.leaseSigningKey, secrets\.leasePublicKeys, secrets\.guardTokenKey and secrets\.rendererToken empty/);
 });
 
 for (const bad of ['anything=1', 'renderer.anything=1', 'networkPolicy.dns.podSelector.anything=1', 'controller.renderPool.maxReplica=3', 'renderer.slots=0', 'logLevel=verbose', 'image.digest=sha256:short']) {
@@ -93,12 +93,11 @@ t.test('NOTES.txt says how to make the first key and call /v1/ping', async (t) =
     t.match(notes, "KEY=$(kubectl -n render exec deployment/tt-policy -- tintype keys create --plan free --name first | sed -n 's/^secret: //p')");
     t.match(notes, /\/v1\/ping -H "authorization: Bearer \$KEY"/);
     t.match(notes, 'helm test tt -n render');
-    // Usage is read on policy's admin port, the one the Deployment names `admin` (docs/operations.md "Reading usage").
+    // Usage is read inside a policy pod, never through a port (docs/operations.md "Reading usage").
     const policy: any = (await render(values, [...extra])).find((o) => o.kind === 'Deployment' && o.metadata.name === 'tt-policy');
-    const admin = policy.spec.template.spec.containers[0].ports.find((p: any) => p.name === 'admin').containerPort;
-    t.equal(admin, 9081);
-    t.match(notes, `kubectl -n render port-forward deployment/tt-policy ${admin}:${admin} &`);
-    t.match(notes, `curl -s 'http://localhost:${admin}/usage?month=YYYY-MM'`);
+    const dataDir = policy.spec.template.spec.containers[0].env.find((e: any) => e.name === 'TINTYPE_DATA_DIR').value;
+    t.notMatch(notes, /port-forward deployment\/tt-policy/);
+    t.match(notes, `on the admin socket ${dataDir}/admin.sock`);
     t.match(notes, 'kubectl -n render exec deployment/tt-policy -- tintype usage --month YYYY-MM');
   }
 });

@@ -38,6 +38,7 @@ import type { HostAddress } from '../../envoy/edge/hosts.ts';
 import { Registry } from '../../lib/metrics.ts';
 import { createLogger } from '../../lib/log.ts';
 import { BUILT_IN_PLANS } from '../../policy/plans.ts';
+import { rendererTokenHeaders } from '../../lib/renderer-token.ts';
 
 /** The plan of every key the runs make: its limits pace their traffic. */
 const PLAN = 'scale';
@@ -134,7 +135,7 @@ async function rollout(drain: boolean): Promise<Run> {
     const a = await cluster.check('/v1/ping', `Bearer ${key}`);
     const lease = a.headers['x-tintype-lease'];
     if (a.status === 200 && typeof lease === 'string') {
-      settles.push(await cluster.settle(JSON.stringify({ lease, status: 200 })).catch((err: Error) => ({ status: 0, headers: {}, body: err.message })));
+      settles.push(await cluster.settle(JSON.stringify({ lease, status: 200 }), rendererTokenHeaders(policyEnv['TINTYPE_RENDERER_TOKEN'])).catch((err: Error) => ({ status: 0, headers: {}, body: err.message })));
     }
     return { ...a, at: Date.now() };
   }, periodUnder(SCALE.perMinute));

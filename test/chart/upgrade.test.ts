@@ -41,6 +41,20 @@ t.test(`the previous revision is a chart of another version`, async (t) => {
   t.ok(installs.length > 0, `${previous.commit.slice(0, 12)} (${previous.version}) has ci values files: ${installs.join(', ')}`);
 });
 
+/**
+ * What UPGRADING.md asks of an upgrade to this version beyond the new tag: a release whose values
+ * make the Secret gives the render token key and the renderer token (0.3.0); one with an existing
+ * Secret adds them there.
+ */
+function asked(file: string): string[] {
+  const values = parse(readFileSync(file, 'utf8')) as { secrets?: { existingSecret?: string; rendererToken?: string; guardTokenKey?: string } };
+  if (values.secrets?.existingSecret) return [];
+  return [
+    ...(values.secrets?.rendererToken ? [] : ['--set', `secrets.rendererToken=${'t'.repeat(43)}`]),
+    ...(values.secrets?.guardTokenKey ? [] : ['--set', `secrets.guardTokenKey=${Buffer.alloc(32, 7).toString('base64')}`]),
+  ];
+}
+
 for (const install of installs) {
   const file = path.join(previousChart, 'ci', install);
 
@@ -48,16 +62,17 @@ for (const install of installs) {
     // What Helm stored as the release's values: the install's files merged into one document.
     const stored = path.join(path.dirname(previousChart), `stored-${install}.json`);
     writeFileSync(stored, JSON.stringify(parse(readFileSync(file, 'utf8'))));
-    await valid(t, await upgrade([stored], ['--set', 'image.tag=NEW']));
+    await valid(t, await upgrade([stored], ['--set', 'image.tag=NEW', ...asked(file)]));
   });
 
   t.test(`from ${previous.version} installed with ci/${install}: helm upgrade -f (the install's file again) --set image.tag=NEW`, async (t) => {
-    await valid(t, await upgrade([file], ['--set', 'image.tag=NEW']));
+    await valid(t, await upgrade([file], ['--set', 'image.tag=NEW', ...asked(file)]));
   });
 }
 
 t.test('a value set to null by the install falls back to nothing the schema requires (Helm drops null values)', async (t) => {
-  const objects = await upgrade([path.join(previousChart, 'ci', installs[0]!)], ['--set', 'image.tag=NEW', '--set', 'envoy.resources.limits.cpu=null']);
+  const first = path.join(previousChart, 'ci', installs[0]!);
+  const objects = await upgrade([first], ['--set', 'image.tag=NEW', ...asked(first), '--set', 'envoy.resources.limits.cpu=null']);
   const envoy: any = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'tt-envoy');
   t.equal(envoy.spec.template.spec.containers[0].resources.limits.cpu, undefined, 'no CPU limit');
 });
@@ -78,9 +93,9 @@ t.test('an existing Secret that lacks keys this version reads fails helm upgrade
   cluster.putSecret('render', 'tintype-tls', { 'tls.crt': 'c' });
   const lacking = await upgradeWith();
   t.not(lacking.code, 0);
-  t.match(lacking.stderr, /the Secret tintype-env \(secrets\.existingSecret\) lacks TINTYPE_LEASE_SIGNING_KEY, TINTYPE_LEASE_PUBLIC_KEYS, which chart \d+\.\d+\.\d+ reads: add them/);
+  t.match(lacking.stderr, /the Secret tintype-env \(secrets\.existingSecret\) lacks TINTYPE_LEASE_SIGNING_KEY, TINTYPE_LEASE_PUBLIC_KEYS, GUARD_TOKEN_KEY, TINTYPE_RENDERER_TOKEN, which chart \d+\.\d+\.\d+ reads: add them/);
 
-  cluster.putSecret('render', 'tintype-env', { DATABASE_URL: 'postgres://db/tintype', REDIS_URL: 'redis://cache', TINTYPE_LEASE_SIGNING_KEY: 'k', TINTYPE_LEASE_PUBLIC_KEYS: 'p' });
+  cluster.putSecret('render', 'tintype-env', { DATABASE_URL: 'postgres://db/tintype', REDIS_URL: 'redis://cache', TINTYPE_LEASE_SIGNING_KEY: 'k', TINTYPE_LEASE_PUBLIC_KEYS: 'p', GUARD_TOKEN_KEY: 'g', TINTYPE_RENDERER_TOKEN: 't' });
   const tls = await upgradeWith();
   t.match(tls.stderr, /the Secret tintype-tls \(tls\.existingSecret\) lacks tls\.key/);
 

@@ -49,7 +49,7 @@ import { processTree } from '../../renderer/browser/process-tree.ts';
 import { CLAIM_PATH, LEASE_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
 import { DEFAULT_POLICY_SETTLE_PORT } from '../../policy/server.ts';
 import { runMigrationJob } from './wiring/migrate.ts';
-import { METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
+import { ADMIN_SOCKET_NAME, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 import { STATE_PATH } from '../../lib/state-contract.ts';
 import { RATELIMIT_LIMIT_HEADER } from '../../lib/policy-contract.ts';
 import { TEST_LEASE_ENV } from '../lib/leases.ts';
@@ -241,6 +241,19 @@ async function getInPod(ns: string, port: number, p: string): Promise<{ status: 
   return { status: got.status, body: Buffer.from(got.body, 'base64') };
 }
 
+/** GET on the admin socket policy keeps in its data directory (/tmp/tintype, in pod `pod`'s emptyDir), as `kubectl exec` reaches it. */
+function getOnAdminSocket(pod: string, p: string): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ socketPath: path.join(podTmp(pod), 'tintype', ADMIN_SOCKET_NAME), path: p }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
 async function connectFrom(ns: string, targets: Array<[string, number]>): Promise<Record<string, string>> {
   const code = "const net=require('net');const ts=JSON.parse(process.argv[1]);const out={};let n=ts.length;" +
     "for(const [h,p] of ts){const s=net.connect({host:h,port:p,timeout:1500});const done=(r)=>{if(out[h+':'+p])return;out[h+':'+p]=r;s.destroy();if(--n===0)console.log(JSON.stringify(out))};" +
@@ -391,6 +404,7 @@ const SECRETS = {
   redisUrl: `redis://redis:${BACKENDS.redis.port}/${REDIS_DB}`,
   leaseSigningKey: TEST_LEASE_ENV.TINTYPE_LEASE_SIGNING_KEY,
   guardTokenKey: TEST_LEASE_ENV.GUARD_TOKEN_KEY,
+  rendererToken: TEST_LEASE_ENV.TINTYPE_RENDERER_TOKEN,
 };
 /** Whether the browser container's uid can make the user namespaces Chromium's sandbox needs on this machine. */
 const SANDBOX_HERE = spawnSync('setpriv', ['--reuid=10002', '--regid=10002', '--clear-groups', 'unshare', '--user', 'true']).status === 0;
@@ -418,6 +432,7 @@ t.before(async () => {
     `  leaseSigningKey: ${SECRETS.leaseSigningKey}`,
     `  leasePublicKeys: ${TEST_LEASE_ENV.TINTYPE_LEASE_PUBLIC_KEYS}`,
     `  guardTokenKey: ${SECRETS.guardTokenKey}`,
+    `  rendererToken: ${SECRETS.rendererToken}`,
     // Not the default, so the renderer's /state shows the value reached it.
     'renderer:',
     '  slots: 1',
@@ -524,13 +539,15 @@ t.test('each setting reached what it names', async (t) => {
     await db.end();
   }
   t.same(rows, [{ operation: 'ping', status: 200, metered: true }, { operation: 'html-to-image', status: 200, metered: true }], 'both calls metered in the release\'s database');
-  // Usage on policy's admin port, as an operator's port-forward reads it (NOTES.txt): from the
-  // pod's own loopback. From another address it is not served (TINTYPE_POLICY_USAGE_OPEN unset).
+  // Usage on policy's admin socket in its emptyDir, as an operator's kubectl exec reads it
+  // (NOTES.txt). On the admin port it is not served, not even from the pod's own loopback, where
+  // a sidecar mesh delivers every peer (TINTYPE_POLICY_USAGE_OPEN unset).
   const month = new Date().toISOString().slice(0, 7);
   const usagePath = `/usage?month=${month}&key=${keyId}`;
   t.equal((await get(n.addr('policy'), byRole('policy').ports['admin']!, usagePath)).status, 404, 'usage is not served to a peer off the pod');
-  const usage = await getInPod(n.ns('policy'), byRole('policy').ports['admin']!, usagePath);
-  t.equal(usage.status, 200, usage.status === 200 ? 'usage on the admin port' : usage.body.toString('utf8'));
+  t.equal((await getInPod(n.ns('policy'), byRole('policy').ports['admin']!, usagePath)).status, 404, 'nor on the pod\'s loopback');
+  const usage = await getOnAdminSocket('policy', usagePath);
+  t.equal(usage.status, 200, usage.status === 200 ? 'usage on the admin socket' : usage.body.toString('utf8'));
   const report = JSON.parse(usage.body.toString('utf8'));
   t.equal(report.keys[0].keyId, keyId);
   t.equal(report.keys[0].metered, 2);
@@ -793,7 +810,7 @@ t.test('a rolling restart of policy, the renderer and the guard under steady tra
   for (const [who, k, answers] of [['pings', pinger.keyId, pings.answers], ['renders', renderer.keyId, renders.answers]] as const) {
     let report: any;
     for (;;) {
-      const usage = await getInPod(n.ns(running.get('policy')!.pod), byRole('policy').ports['admin']!, `/usage?month=${month}&key=${k}`);
+      const usage = await getOnAdminSocket(running.get('policy')!.pod, `/usage?month=${month}&key=${k}`);
       report = JSON.parse(usage.body.toString('utf8')).keys[0];
       if (report.inFlight === 0) break;
       await new Promise((r) => setTimeout(r, 500));

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { leaseKeyText } from '../../lib/lease.ts';
+import { newRendererToken } from '../../lib/renderer-token.ts';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { send, type Answer, type SendOptions } from '../envoy/client.ts';
@@ -172,6 +173,8 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
     TINTYPE_LEASE_PUBLIC_KEYS: leaseKeyText(leaseKeys.publicKey),
     // The guard and the renderers share the render token key (lib/render-token.ts); policy ignores it.
     GUARD_TOKEN_KEY: tokenKey,
+    // Policy and the renderer pods hold it, as the chart's Secret gives it to them.
+    TINTYPE_RENDERER_TOKEN: newRendererToken(),
     ...(o.otlpSocket === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${ROLE_PORTS.otlp}` }),
   };
   const tintype = (ns: string, role: string, env: Record<string, string>): Proc => run(ns, [TINTYPE, role], { ...common, ...env });

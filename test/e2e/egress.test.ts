@@ -6,6 +6,9 @@
  */
 import http from 'node:http';
 import t from 'tap';
+import path from 'node:path';
+import { ADMIN_SOCKET_NAME } from '../../lib/admin.ts';
+import { request } from '../policy/http.ts';
 import { startDnsServer } from '../guard/dns-server.ts';
 import { listenBesideService } from '../lib/listen-beside.ts';
 import { BLOCKED_HEADER } from '../../renderer/server/answer-headers.ts';
@@ -195,11 +198,12 @@ t.test('the audit trail of the enforced key reads back exactly, by CLI and on th
   const later = await runTintype(['egress', '--key', enforced.id, '--since', new Date(Date.now() + 60_000).toISOString()], store);
   t.equal(later.stdout.trimEnd().split('\n').length, 1, 'a window after everything holds nothing');
 
-  const admin = await fetch(`http://127.0.0.1:${svc.adminPort}/egress?key=${enforced.id}`);
+  const socket = path.join(svc.dataDir, ADMIN_SOCKET_NAME);
+  const admin = await request(socket, 'GET', `/egress?key=${enforced.id}`);
   t.equal(admin.status, 200);
-  t.same(((await admin.json()) as Array<Record<string, unknown>>).map(decided), rows.map(decided), 'the admin port answers the same');
-  const bad = await fetch(`http://127.0.0.1:${svc.adminPort}/egress?key=${enforced.id}&decision=maybe`);
-  t.equal(bad.status, 400);
+  t.same((JSON.parse(admin.body) as Array<Record<string, unknown>>).map(decided), rows.map(decided), 'the admin socket answers the same');
+  t.equal((await request(socket, 'GET', `/egress?key=${enforced.id}&decision=maybe`)).status, 400);
+  t.equal((await fetch(`http://127.0.0.1:${svc.adminPort}/egress?key=${enforced.id}`)).status, 404, 'not on the admin port');
   const metrics = await (await fetch(`http://127.0.0.1:${svc.adminPort}/metrics`)).text();
   t.match(metrics, /tintype_guard_egress_decisions_total\{decision="refused",mode="enforce",reason="not_allowed_for_key"\} [1-9]/);
 });

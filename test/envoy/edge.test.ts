@@ -114,9 +114,12 @@ t.test('after a 413 the rest of an announced body is read, not reset, even with 
   sock.destroy();
 });
 
-t.test('a chunked body is refused while it streams, at limit + 1, and nothing reaches policy', async (t) => {
+t.test('a chunked body: without a key refused on its headers; with one, refused while it streams at limit + 1', async (t) => {
   const r = await rig(t);
-  const big = await send({ port: r.port, method: 'POST', path: '/v1/screenshot', headers: BAD, chunkedBytes: 64 * 1024 * 1024, stopOnAnswer: true });
+  const unkeyed = await send({ port: r.port, method: 'POST', path: '/v1/screenshot', headers: BAD, chunkedBytes: 64 * 1024 * 1024, stopOnAnswer: true });
+  t.equal(unkeyed.status, 401, 'policy\'s answer, before the body');
+  t.ok(unkeyed.sentBeforeAnswer < 16 * 1024 * 1024, `answered after ${unkeyed.sentBeforeAnswer} bytes of 64 MiB: not read to the end first`);
+  const big = await send({ port: r.port, method: 'POST', path: '/v1/screenshot', headers: GOOD, chunkedBytes: 64 * 1024 * 1024, stopOnAnswer: true });
   t.equal(big.status, 413);
   t.same(json(big.body), { error: 'payload_too_large' });
   t.ok(big.sentBeforeAnswer < 16 * 1024 * 1024, `answered after ${big.sentBeforeAnswer} bytes of 64 MiB: not read to the end first`);
@@ -126,7 +129,8 @@ t.test('a chunked body is refused while it streams, at limit + 1, and nothing re
   t.equal(at.status, 200, 'limit chunked');
   t.equal(at.body.length, MAX_BODY_BYTES);
   t.equal(r.renderer.seen.at(-1)?.headers['content-length'], String(MAX_BODY_BYTES), 'forwarded with its length');
-  t.equal(r.policy.seen.length, 1, 'only the allowed body was checked');
+  t.equal(r.policy.seen.length, 4, 'each key checked on the headers, the body never sent to policy');
+  t.ok(r.policy.seen.every((s) => s.bodyLength === 0));
 });
 
 t.test('Expect: 100-continue with a body announced too large is refused unsent', async (t) => {

@@ -8,12 +8,12 @@
 import t from 'tap';
 import http from 'node:http';
 import { ServiceError } from '../../lib/errors.ts';
-import { DEFAULT_RENDER_TIMEOUT_MS } from '../../lib/config.ts';
+import { DEFAULT_POLICY_MAX_CONNECTIONS, DEFAULT_RENDER_TIMEOUT_MS, perPeerConnections } from '../../lib/config.ts';
 import { ATTEMPT_HEADER, EXT_AUTHZ_PREFIX, MAX_BODY_BYTES, OPERATIONS } from '../../lib/policy-contract.ts';
 import { POLICY_ADMIN_PORT, POLICY_KEEP_ALIVE_MS, DEFAULT_POLICY_PORT } from '../../policy/server.ts';
 import { RENDERER_ADMIN_PORT, RENDERER_KEEP_ALIVE_MS, RENDERER_PORT } from '../../renderer/server/index.ts';
 import { openapiJson } from '../../renderer/openapi/document.ts';
-import { AUTHZ_IDLE_MS } from '../../envoy/edge/authz.ts';
+import { AUTHZ_IDLE_MS, AUTHZ_MAX_SOCKETS } from '../../envoy/edge/authz.ts';
 import { UPSTREAM_IDLE_MS } from '../../envoy/edge/upstream.ts';
 import {
   ALLOW_CLIENT_HEADERS, ALLOW_UPSTREAM_HEADERS, AUTHZ_REQUEST_HEADERS, DENY_CLIENT_HEADERS,
@@ -73,7 +73,7 @@ const FAULTS: Fault[] = [
   {
     name: 'a misspelt filter type',
     inject: (d) => { filterOf(d, 'envoy.filters.http.buffer').typed_config['@type'] = 'type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Bufer'; },
-    path: /http_filters\[1\]\.typed_config\.@type$/,
+    path: /http_filters\[2\]\.typed_config\.@type$/,
     problem: /names no message/,
   },
   {
@@ -103,7 +103,7 @@ const FAULTS: Fault[] = [
   {
     name: 'an unknown field inside a typed Any',
     inject: (d) => { filterOf(d, 'envoy.filters.http.buffer').typed_config.max_request_byte = 1; },
-    path: /http_filters\[1\]\.typed_config\.max_request_byte$/,
+    path: /http_filters\[2\]\.typed_config\.max_request_byte$/,
     problem: /unknown field of envoy\.extensions\.filters\.http\.buffer\.v3\.Buffer/,
   },
   {
@@ -123,6 +123,12 @@ const FAULTS: Fault[] = [
     inject: (d) => { filterOf(d, 'envoy.filters.http.ext_authz').typed_config.http_service.server_uri.cluster = 'polcy'; },
     path: /server_uri\.cluster$/,
     problem: /cluster "polcy" is not defined/,
+  },
+  {
+    name: 'a range that is not a number',
+    inject: (d) => { routeOf(d, 'too_large').match.headers[0].range_match.start = '4 MiB'; },
+    path: /range_match\.start$/,
+    problem: /must be a whole number/,
   },
   {
     name: 'a wrong type (a string for a number)',
@@ -249,17 +255,36 @@ t.test('the public listener is TLS from SDS with a watched directory; metrics an
   t.equal(doc.admin.address.socket_address.address, '127.0.0.1', "Envoy's admin API stays on loopback");
 });
 
-t.test('filter order: forged lease headers removed, body limit, ext_authz, router', async (t) => {
+t.test('filter order: forged lease headers removed, ext_authz on the headers, then the body buffered, router', async (t) => {
+  // ext_authz before buffer: the key is checked before a byte of the body is held, so bodies
+  // without a key never take what a keyed request needs (docs/security.md "The meter's walls").
   t.same(filters.map((f) => f.name), [
-    'envoy.filters.http.header_mutation', 'envoy.filters.http.buffer', 'envoy.filters.http.ext_authz', 'envoy.filters.http.router',
+    'envoy.filters.http.header_mutation', 'envoy.filters.http.ext_authz', 'envoy.filters.http.buffer', 'envoy.filters.http.router',
   ]);
+  t.notOk(filter('envoy.filters.http.ext_authz').typed_config.with_request_body, 'ext_authz neither waits for nor buffers the body');
   const removed = filter('envoy.filters.http.header_mutation').typed_config.mutations.request_mutations.map((m: any) => m.remove);
   t.same(removed, STRIPPED_UPSTREAM_HEADERS.filter((h) => h !== 'authorization'));
   for (const r of routed) t.same(r.request_headers_to_remove, ['authorization'], `${r.name}: the key stays at the edge`);
 });
 
-t.test('the body limit is the spec limit', async (t) => {
+t.test('the body limit is the spec limit: an announced length past it is 413 before any key lookup, a chunked body past it 413 as it arrives', async (t) => {
   t.equal(filter('envoy.filters.http.buffer').typed_config.max_request_bytes, MAX_BODY_BYTES);
+  // The first route for /v1/: Envoy takes the first route that matches, so no operation's comes before it.
+  const first = routes.findIndex((r) => r.match.prefix === ROUTED_PREFIX || r.match.path?.startsWith(ROUTED_PREFIX));
+  const tooLarge = routes[first];
+  t.equal(tooLarge.name, 'too_large');
+  t.equal(tooLarge.match.prefix, ROUTED_PREFIX);
+  t.same(tooLarge.match.headers.map((h: any) => h.name), ['content-length']);
+  // Int64Range: start inclusive, end exclusive.
+  const { start, end } = tooLarge.match.headers[0].range_match;
+  const matches = (n: bigint): boolean => n >= BigInt(start) && n < BigInt(end);
+  t.notOk(matches(BigInt(MAX_BODY_BYTES)), 'the limit itself passes');
+  t.ok(matches(BigInt(MAX_BODY_BYTES) + 1n), 'one byte more is refused');
+  t.ok(matches(2n ** 63n - 1n - 1n), 'as is any larger length Envoy reads (int64, written as a string so YAML keeps every digit)');
+  t.equal(end, '9223372036854775807');
+  t.equal(tooLarge.direct_response.status, 413);
+  t.same(JSON.parse(tooLarge.direct_response.body.inline_string), LOCAL_REPLIES[413]);
+  t.equal(tooLarge.typed_per_filter_config['envoy.filters.http.ext_authz'].disabled, true, 'no key looked up for it');
 });
 
 t.test('ext_authz is made as the embedded edge makes it', async (t) => {
@@ -276,6 +301,12 @@ t.test('ext_authz is made as the embedded edge makes it', async (t) => {
   t.equal(c.status_on_error.code, 'ServiceUnavailable', 'policy unreachable: 503 busy, as the embedded edge');
   const p = cluster('policy').load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address;
   t.equal(p.port_value, DEFAULT_POLICY_PORT);
+});
+
+t.test('Envoy opens no more connections to policy than policy holds from one peer', async (t) => {
+  const [limits] = cluster('policy').circuit_breakers.thresholds;
+  t.ok(limits.max_connections <= perPeerConnections(DEFAULT_POLICY_MAX_CONNECTIONS), `${limits.max_connections} connections at most`);
+  t.ok(AUTHZ_MAX_SOCKETS <= perPeerConnections(DEFAULT_POLICY_MAX_CONNECTIONS), 'nor does the embedded edge');
 });
 
 t.test('upstream idle timeouts are below the keep-alive of the role behind them', async (t) => {

@@ -24,7 +24,7 @@ import { FileCache } from '../../renderer/cache/index.ts';
 import { htmlToImageKey } from '../../renderer/cache/keys.ts';
 import { parseHtmlToImage } from '../../renderer/schemas/index.ts';
 import { createRendererServer, type RendererServer } from '../../renderer/server/index.ts';
-import { TEST_LEASE_ENV } from '../lib/leases.ts';
+import { TEST_LEASE_ENV, TEST_RENDERER_TOKEN } from '../lib/leases.ts';
 import { STAND_IN_PNG, standInPool, type StandInPool } from '../renderer/stand-in-pool.ts';
 
 const PLANS = {
@@ -86,7 +86,7 @@ async function rig(
     const pool = standInPool();
     const cache = new FileCache({ dir: path.join(dir, `cache-${i}`), maxBytes: 1 << 30, logger: quiet });
     await cache.start();
-    const settler = agentSettler(`http://127.0.0.1:${policy.settleAddress().port}`);
+    const settler = agentSettler(`http://127.0.0.1:${policy.settleAddress().port}`, { token: TEST_RENDERER_TOKEN });
     settlers.push(settler);
     const delayed = {
       claim: settler.claim,

@@ -2,7 +2,6 @@ import t from 'tap';
 import { generateKeyPairSync } from 'node:crypto';
 import { ConfigError, loadConfig, requireLeasePublicKeys, requireLeaseSigningKey } from '../../lib/config.ts';
 import { leaseKeyText } from '../../lib/lease.ts';
-import { MAX_BODY_BYTES } from '../../lib/policy-contract.ts';
 
 t.test('defaults follow docs/operations.md "Settings"', async (t) => {
   const c = loadConfig({});
@@ -49,16 +48,16 @@ t.test('lease keys and the edge bounds', async (t) => {
   const d = loadConfig({});
   t.equal(d.leaseSigningKey, undefined, 'no signing key unless given (tintype start makes a pair)');
   t.same(d.leasePublicKeys, []);
-  t.equal(d.policyUsageOpen, false, 'policy answers /usage to loopback peers only unless opened');
+  t.equal(d.policyUsageOpen, false, 'policy answers /usage on its admin socket only unless opened');
+  t.equal(d.rendererToken, undefined);
+  t.equal(d.policyMaxConnections, 1024);
   t.equal(loadConfig({ TINTYPE_POLICY_USAGE_OPEN: 'true' }).policyUsageOpen, true);
-  t.equal(d.edgeMaxBufferedBytes, 64 * 1024 * 1024);
   t.equal(d.edgeMaxConnections, 1024);
   const a = generateKeyPairSync('ed25519');
   const b = generateKeyPairSync('ed25519');
   const keys = loadConfig({ TINTYPE_LEASE_SIGNING_KEY: leaseKeyText(a.privateKey), TINTYPE_LEASE_PUBLIC_KEYS: `${leaseKeyText(a.publicKey)}, ${leaseKeyText(b.publicKey)}` });
   t.ok(keys.leaseSigningKey!.equals(a.privateKey), 'the signing key');
   t.same(keys.leasePublicKeys.map((k) => leaseKeyText(k)), [leaseKeyText(a.publicKey), leaseKeyText(b.publicKey)], 'comma-separated public keys');
-  t.equal(loadConfig({ TINTYPE_EDGE_MAX_BUFFERED_BYTES: String(MAX_BODY_BYTES) }).edgeMaxBufferedBytes, MAX_BODY_BYTES, 'one whole body at least');
   t.equal(loadConfig({ TINTYPE_EDGE_MAX_CONNECTIONS: '1' }).edgeMaxConnections, 1);
   // A PKCS#8 Ed25519 key is a fixed 16-byte prefix and the 32-byte seed.
   const prefix = (a.privateKey.export({ format: 'der', type: 'pkcs8' }) as Buffer).subarray(0, 16);
@@ -70,8 +69,9 @@ t.test('lease keys and the edge bounds', async (t) => {
     ['a seed of 32 × a', { TINTYPE_LEASE_SIGNING_KEY: seeded(Buffer.alloc(32, 'a')) }, /TINTYPE_LEASE_SIGNING_KEY is not random enough/],
     ['a seed of a short pattern repeated', { TINTYPE_LEASE_SIGNING_KEY: seeded(Buffer.from('0123456789'.repeat(4).slice(0, 32))) }, /TINTYPE_LEASE_SIGNING_KEY is not random enough/],
     ['a private key among the public ones', { TINTYPE_LEASE_PUBLIC_KEYS: `${leaseKeyText(a.publicKey)},${leaseKeyText(b.privateKey)}` }, /TINTYPE_LEASE_PUBLIC_KEYS must be comma-separated Ed25519 public keys/],
-    ['buffered bytes under one body', { TINTYPE_EDGE_MAX_BUFFERED_BYTES: String(MAX_BODY_BYTES - 1) }, /TINTYPE_EDGE_MAX_BUFFERED_BYTES/],
-    ['buffered bytes not a number', { TINTYPE_EDGE_MAX_BUFFERED_BYTES: '64MiB' }, /TINTYPE_EDGE_MAX_BUFFERED_BYTES/],
+    ['a renderer token too short', { TINTYPE_RENDERER_TOKEN: 'x'.repeat(31) }, /TINTYPE_RENDERER_TOKEN must be 32 to 256 URL-safe characters/],
+    ['a renderer token with a space', { TINTYPE_RENDERER_TOKEN: 'x'.repeat(20) + ' ' + 'y'.repeat(20) }, /TINTYPE_RENDERER_TOKEN must be/],
+    ['policy connections under 4', { TINTYPE_POLICY_MAX_CONNECTIONS: '3' }, /TINTYPE_POLICY_MAX_CONNECTIONS/],
     ['no connections', { TINTYPE_EDGE_MAX_CONNECTIONS: '0' }, /TINTYPE_EDGE_MAX_CONNECTIONS/],
     ['usage open neither true nor false', { TINTYPE_POLICY_USAGE_OPEN: 'yes' }, /TINTYPE_POLICY_USAGE_OPEN must be one of true, false/],
   ];

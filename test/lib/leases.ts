@@ -3,18 +3,27 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { leaseKeyText, leaseSigner, type LeaseClaims } from '../../lib/lease.ts';
 import type { Operation } from '../../lib/policy-contract.ts';
 import { RenderTokens } from '../../lib/render-token.ts';
+import { newRendererToken, rendererTokenHeaders } from '../../lib/renderer-token.ts';
 
 const pair = generateKeyPairSync('ed25519');
 const tokenKey = randomBytes(32).toString('base64');
 
+/** The token test renderers present to test policies (lib/renderer-token.ts). */
+export const TEST_RENDERER_TOKEN = newRendererToken();
+
+/** The header a test renderer sends policy's renderer listener. */
+export const TEST_RENDERER_AUTH = Object.freeze(rendererTokenHeaders(TEST_RENDERER_TOKEN));
+
 /**
  * The key settings of test roles: policy signs with the private key, renderers hold the public
- * one; a guard and the renderers using it share the render token key (lib/render-token.ts).
+ * one; a guard and the renderers using it share the render token key (lib/render-token.ts);
+ * policy and the renderers hold the renderer token.
  */
 export const TEST_LEASE_ENV = Object.freeze({
   TINTYPE_LEASE_SIGNING_KEY: leaseKeyText(pair.privateKey),
   TINTYPE_LEASE_PUBLIC_KEYS: leaseKeyText(pair.publicKey),
   GUARD_TOKEN_KEY: tokenKey,
+  TINTYPE_RENDERER_TOKEN: TEST_RENDERER_TOKEN,
 });
 
 /** The render token key of TEST_LEASE_ENV: a guard of a test's own, and the endpoint of a pool using it. */

@@ -1,27 +1,37 @@
 /**
  * `tintype policy`'s admin listener as a process: probes and metrics answer every peer, the
- * usage report only a loopback peer (an operator on the host, `kubectl port-forward`) unless
- * TINTYPE_POLICY_USAGE_OPEN=true; and `tintype keys lease-keypair` makes the key pair policy
+ * usage report and the egress audit only the admin socket (docs/operations.md "Reading usage")
+ * unless TINTYPE_POLICY_USAGE_OPEN=true; and `tintype keys lease-keypair` makes the key pair policy
  * starts with. A preStop drain there tells kept-alive clients of the other listeners to leave
  * (lib/graceful-close.ts).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
+import { ADMIN_SOCKET_NAME } from '../../lib/admin.ts';
 import { loadConfig } from '../../lib/config.ts';
 import { leaseSigner, leaseVerifier } from '../../lib/lease.ts';
 import { request } from './http.ts';
 import { runTintype, startPolicyProcess } from './process.ts';
 
-/** An address of this host that is not loopback, for a peer the admin listener must not trust. */
-const outside = Object.values(os.networkInterfaces()).flat().find((i) => i !== undefined && !i.internal && i.family === 'IPv4')?.address;
-
-/** GET `path` on `host:port` from that host's own address (so the peer is `host`, not loopback). */
-function getFrom(host: string, port: number, p: string) {
+/** GET `path` on this host's `port` from `localAddress` (127.0.0.6 is where Istio's sidecar delivers from). */
+function getFrom(localAddress: string, port: number, p: string) {
   return new Promise<number>((resolve, reject) => {
-    const req = http.request({ host, port, path: p, localAddress: host }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port, path: p, localAddress }, (res) => {
+      res.resume();
+      res.once('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+/** GET `path` on the unix socket at `socketPath`. */
+function getOnSocket(socketPath: string, p: string) {
+  return new Promise<number>((resolve, reject) => {
+    const req = http.request({ socketPath, path: p }, (res) => {
       res.resume();
       res.once('end', () => resolve(res.statusCode ?? 0));
     });
@@ -41,16 +51,22 @@ t.test('keys lease-keypair prints a signing key and its public key, as the setti
   t.match(r.stderr, /policy only/);
 });
 
-t.test('GET /usage: loopback peers only, unless opened; probes and metrics for every peer', { skip: outside === undefined ? 'this host has no address but loopback' : false }, async (t) => {
+t.test('GET /usage and /egress: on the admin socket; on the admin port not even to a loopback peer (a sidecar mesh delivers every peer from loopback), unless opened', async (t) => {
   for (const open of [false, true]) {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-admin-usage-'));
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const proc = await startPolicyProcess({ TINTYPE_DATA_DIR: dir, ...(open ? { TINTYPE_POLICY_USAGE_OPEN: 'true' } : {}) });
     t.teardown(() => proc.kill('SIGTERM'));
-    t.equal((await request(proc.adminPort, 'GET', '/usage?month=2026-08')).status, 200, `open=${open}: a loopback peer reads the report`);
-    t.equal(await getFrom(outside!, proc.adminPort, '/usage?month=2026-08'), open ? 200 : 404, `open=${open}: a peer from ${outside}`);
-    t.equal(await getFrom(outside!, proc.adminPort, '/healthz/ready'), 200, `open=${open}: readiness answers that peer`);
-    t.equal(await getFrom(outside!, proc.adminPort, '/metrics'), 200, `open=${open}: so do metrics`);
+    const socket = path.join(dir, ADMIN_SOCKET_NAME);
+    for (const p of ['/usage?month=2026-08', '/egress?key=key_abc']) {
+      t.equal(await getOnSocket(socket, p), 200, `open=${open}: ${p} on the admin socket`);
+      t.equal((await request(proc.adminPort, 'GET', p)).status, open ? 200 : 404, `open=${open}: ${p} from 127.0.0.1 on the admin port`);
+      t.equal(await getFrom('127.0.0.6', proc.adminPort, p), open ? 200 : 404, `open=${open}: ${p} from 127.0.0.6, a mesh's sidecar`);
+    }
+    t.equal(statSync(socket).mode & 0o777, 0o600, 'the socket is its owner\'s alone');
+    t.equal(await getFrom('127.0.0.6', proc.adminPort, '/healthz/ready'), 200, `open=${open}: readiness answers every peer`);
+    t.equal(await getFrom('127.0.0.6', proc.adminPort, '/metrics'), 200, `open=${open}: so do metrics`);
+    t.equal(await getOnSocket(socket, '/healthz/ready'), 200, 'and the socket');
     await proc.kill('SIGTERM');
   }
 });

@@ -11,9 +11,9 @@ export interface Reply {
 
 const UNSTABLE = new Set(['date', 'connection', 'keep-alive']);
 
-/** One request on a fresh connection, or on `agent`'s kept-alive ones. */
+/** One request on a fresh connection, or on `agent`'s kept-alive ones; to 127.0.0.1's `port`, or the unix socket at that path. */
 export function request(
-  port: number,
+  port: number | string,
   method: string,
   path: string,
   headers: Record<string, string> = {},
@@ -21,7 +21,7 @@ export function request(
   agent: http.Agent | false = false,
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent }, (res) => {
+    const req = http.request({ ...(typeof port === 'string' ? { socketPath: port } : { host: '127.0.0.1', port }), method, path, headers, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -39,12 +39,12 @@ export function request(
   });
 }
 
-/** A client that keeps up to `connections` connections open, as Envoy and renderers do. */
-export function pooledClient(port: number, connections: number) {
+/** A client that keeps up to `connections` connections open, as Envoy and renderers do; `always` goes with every request. */
+export function pooledClient(port: number, connections: number, always: Readonly<Record<string, string>> = {}) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   return {
     request: (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
-      request(port, method, path, headers, body, agent),
+      request(port, method, path, { ...always, ...headers }, body, agent),
     close: () => agent.destroy(),
   };
 }

@@ -15,7 +15,7 @@ import type { PolicyStore, UsageRecord } from '../../policy/store/store.ts';
 import { type Reply, pooledClient, request } from './http.ts';
 import { type PolicyProcess, runTintype, startPolicyProcess } from './process.ts';
 import { type StoreKind, storeHome } from './stores.ts';
-import { leaseIdOf } from '../lib/leases.ts';
+import { TEST_RENDERER_AUTH, leaseIdOf } from '../lib/leases.ts';
 import { EXT_AUTHZ_PREFIX, LEASE_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
 import { METRICS_PATH } from '../../lib/admin.ts';
 
@@ -121,7 +121,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
 
     const first = await s.start();
     const client = pooledClient(first.port, WORKERS);
-    const settler = pooledClient(first.settlePort, WORKERS);
+    const settler = pooledClient(first.settlePort, WORKERS, TEST_RENDERER_AUTH);
     const worker = async (w: number): Promise<void> => {
       for (let i = 0; ; i++) {
         const [method, p] = OPERATIONS[(w + i) % OPERATIONS.length]!;
@@ -170,13 +170,13 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const second = await s.start();
     const retried = new Map<string, { outcome: Expected; answeredAt: number }>();
     for (const [lease, outcome] of cutOff) {
-      const r = await request(second.settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease, ...outcome[0] }));
+      const r = await request(second.settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, JSON.stringify({ lease, ...outcome[0] }));
       // A check the dead process granted is a lease in the store: never unknown (404) after restart.
       t.equal(r.status, 204, 'a retried settle is acknowledged after the restart');
       retried.set(lease, { outcome, answeredAt: Date.now() });
     }
     const after = pooledClient(second.port, 4);
-    const afterSettler = pooledClient(second.settlePort, 4);
+    const afterSettler = pooledClient(second.settlePort, 4, TEST_RENDERER_AUTH);
     for (let i = 0; i < 40; i++) {
       const [method, p] = OPERATIONS[i % OPERATIONS.length]!;
       const c = await after.request(method, p, auth);
@@ -234,7 +234,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     // A repeated settle of an acknowledged 400 or 503 is still idempotent after the restart.
     const again = [...acked].filter(([, [, metered]]) => metered === undefined).slice(0, 5);
     for (const [lease, [outcome]] of again) {
-      const r = await request(second.settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease, ...outcome }));
+      const r = await request(second.settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, JSON.stringify({ lease, ...outcome }));
       t.equal(r.status, 204, `a repeated settle of an acknowledged ${outcome.status} answers 204`);
     }
     t.equal((await store.usage(key.id)).length, ledger.length, 'and writes nothing');
@@ -257,7 +257,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const s = await setup(t, kind);
     const procs = [await s.start(), await s.start()];
     const clients = procs.map((p) => pooledClient(p.port, 16));
-    const settlers = procs.map((p) => pooledClient(p.settlePort, 16));
+    const settlers = procs.map((p) => pooledClient(p.settlePort, 16, TEST_RENDERER_AUTH));
     t.teardown(() => [...clients, ...settlers].forEach((c) => c.close()));
     const store = s.store();
     const burst = async (secret: string, method: string, p: string, n: number): Promise<Reply[]> =>

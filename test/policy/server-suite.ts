@@ -11,7 +11,7 @@ import { BUILT_IN_PLANS } from '../../policy/plans.ts';
 import { createPolicyServer } from '../../policy/server.ts';
 import { type StoreKind, fakeClock, storeHome } from './stores.ts';
 import { type Reply, pooledClient, request } from './http.ts';
-import { leaseIdOf, otherLeaseKeys, signedLease, testLeaseKeys } from '../lib/leases.ts';
+import { TEST_RENDERER_AUTH, leaseIdOf, otherLeaseKeys, signedLease, testLeaseKeys } from '../lib/leases.ts';
 import { CLAIM_PATH, EXT_AUTHZ_PREFIX, KEY_ID_HEADER, LEASE_HEADER, RATELIMIT_LIMIT_HEADER, RATELIMIT_REMAINING_HEADER, RELEASE_PATH, SETTLE_PATH } from '../../lib/policy-contract.ts';
 import { LIVE_PATH, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 import { MAX_LEASE_CHARS } from '../../lib/lease.ts';
@@ -57,18 +57,18 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     for (const p of [SETTLE_PATH, CLAIM_PATH, RELEASE_PATH]) t.equal((await request(port, 'POST', p, {}, body())).status, 404, `${p} is not on the edge's listener`);
     t.equal((await request(settlePort, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${k.secret}` })).status, 404, 'ext_authz is not on the renderers\' listener');
     t.equal((await request(settlePort, 'GET', READY_PATH)).status, 200, 'probes answer on both');
-    const claim = async (b: string) => (await request(settlePort, 'POST', CLAIM_PATH, { 'content-type': 'application/json' }, b)).status;
+    const claim = async (b: string) => (await request(settlePort, 'POST', CLAIM_PATH, { ...TEST_RENDERER_AUTH, 'content-type': 'application/json' }, b)).status;
     t.equal(await claim(body()), 204, 'claimed');
     t.equal(await claim(body()), 409, 'held: a second attempt is refused');
-    t.equal((await request(settlePort, 'POST', RELEASE_PATH, {}, body())).status, 204, 'released (a 503 the edge retries)');
+    t.equal((await request(settlePort, 'POST', RELEASE_PATH, { ...TEST_RENDERER_AUTH }, body())).status, 204, 'released (a 503 the edge retries)');
     t.equal(await claim(body()), 204, 'the retry claims it');
-    t.equal((await request(settlePort, 'POST', SETTLE_PATH, {}, body({ status: 200, cache: 'miss' }))).status, 204, 'settled');
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, body({ status: 200, cache: 'miss' }))).status, 204, 'settled');
     t.equal(await claim(body()), 410, 'spent once settled');
     t.equal(await claim(JSON.stringify({ lease: signedLease('pdf') })), 410, 'a signed lease policy never granted is no lease to claim');
     t.equal(await claim(JSON.stringify({ lease: otherLeaseKeys().sign(testLeaseKeys.verify(lease)!) })), 401, 'forged: 401');
     t.equal(await claim('{"lease":7}'), 400, 'not a lease: 400');
     t.equal(await claim('x'.repeat(OVER_BODY_LIMIT)), 413);
-    t.equal((await request(settlePort, 'GET', CLAIM_PATH)).status, 405);
+    t.equal((await request(settlePort, 'GET', CLAIM_PATH, { ...TEST_RENDERER_AUTH })).status, 405);
   });
 
   t.test('allow: 200 with lease, key id and rate position; no secret anywhere', async (t) => {
@@ -84,7 +84,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     for (const op of [['POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot`], ['POST', `${EXT_AUTHZ_PREFIX}/v1/html-to-image`], ['POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`], ['GET', `${EXT_AUTHZ_PREFIX}/v1/og?template=title&title=Hi`]]) {
       const a = await request(port, op[0]!, op[1]!, { authorization: `Bearer ${k.secret}` }, op[0] === 'POST' ? '' : undefined);
       t.equal(a.status, 200, op.join(' '));
-      const s = await request(settlePort, 'POST', SETTLE_PATH, { 'content-type': 'application/json' },
+      const s = await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH, 'content-type': 'application/json' },
         JSON.stringify({ lease: a.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
       t.equal(s.status, 204);
     }
@@ -163,7 +163,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     clock.set('2026-08-31T23:59:59Z');
     t.equal((await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, auth)).status, 429, 'same window, still limited');
     clock.set('2026-09-01T00:00:00Z');
-    const settled = await request(settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: first.headers[LEASE_HEADER], status: 200, cache: 'hit' }));
+    const settled = await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, JSON.stringify({ lease: first.headers[LEASE_HEADER], status: 200, cache: 'hit' }));
     t.equal(settled.status, 204);
     clock.set('2026-09-01T00:00:30Z');
     const fresh = await request(port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, auth);
@@ -189,26 +189,26 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const a = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/screenshot`, { authorization: `Bearer ${k.secret}` });
     const lease = a.headers[LEASE_HEADER];
     const body = JSON.stringify({ lease, status: 504, error: 'render_timeout' });
-    t.equal((await request(settlePort, 'POST', SETTLE_PATH, { 'content-type': 'application/json' }, body)).status, 204);
-    t.equal((await request(settlePort, 'POST', SETTLE_PATH, { 'content-type': 'application/json' }, body)).status, 204, 'again: 204');
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH, 'content-type': 'application/json' }, body)).status, 204);
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH, 'content-type': 'application/json' }, body)).status, 204, 'again: 204');
     t.match(await store.usage(k.id), [{ status: 504, error: 'render_timeout', metered: true, operation: 'screenshot' }]);
     t.equal((await store.usage(k.id)).length, 1);
     // A 400 (as a 503) closes its lease with no usage record, and a repeat is still 204 (docs/architecture.md §6).
     const refused = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${k.secret}` });
     const refusedBody = JSON.stringify({ lease: refused.headers[LEASE_HEADER], status: 400 });
-    t.equal((await request(settlePort, 'POST', SETTLE_PATH, {}, refusedBody)).status, 204, 'a 400 settles: 204');
-    t.equal((await request(settlePort, 'POST', SETTLE_PATH, {}, refusedBody)).status, 204, 'again: 204');
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, refusedBody)).status, 204, 'a 400 settles: 204');
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, refusedBody)).status, 204, 'again: 204');
     t.equal((await store.usage(k.id)).length, 1, 'the 400 wrote no usage');
     t.equal(await store.inFlight(k.id), 0, 'and freed its place');
-    const unknown = await request(settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: signedLease('screenshot'), status: 200 }));
+    const unknown = await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, JSON.stringify({ lease: signedLease('screenshot'), status: 200 }));
     t.equal(unknown.status, 404, 'a signed lease policy never granted: 404');
     for (const bad of ['', '{', '[]', JSON.stringify({ lease, status: 'ok' })]) {
-      const r = await request(settlePort, 'POST', SETTLE_PATH, {}, bad);
+      const r = await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, bad);
       t.equal(r.status, 400, bad);
       t.equal(JSON.parse(r.body).success, false);
     }
-    t.equal((await request(settlePort, 'POST', SETTLE_PATH, {}, 'x'.repeat(OVER_BODY_LIMIT))).status, 413);
-    t.equal((await request(settlePort, 'GET', SETTLE_PATH)).status, 405);
+    t.equal((await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, 'x'.repeat(OVER_BODY_LIMIT))).status, 413);
+    t.equal((await request(settlePort, 'GET', SETTLE_PATH, { ...TEST_RENDERER_AUTH })).status, 405);
   });
 
   t.test('settle takes only a lease policy signed: a forged one changes nothing', async (t) => {
@@ -228,14 +228,14 @@ export function serverSuite(t: Test, kind: StoreKind): void {
       ['the bare lease id', leaseIdOf(granted)],
     ];
     for (const [name, lease] of forgedRows) {
-      const r = await request(settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease, status: 200, cache: 'miss' }));
+      const r = await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, JSON.stringify({ lease, status: 200, cache: 'miss' }));
       t.equal(r.status, 401, `${name}: 401`);
       t.same(JSON.parse(r.body), { error: 'unauthorized' }, `${name}: body`);
     }
     t.same(await store.usage(k.id), [], 'no usage written');
     t.same({ used: await store.monthUsed(k.id, month), inFlight: await store.inFlight(k.id), open: await store.openLeases(k.id) }, before,
       'the lease is still open, its place and reservation held');
-    const real = await request(settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: granted, status: 200, cache: 'miss' }));
+    const real = await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, JSON.stringify({ lease: granted, status: 200, cache: 'miss' }));
     t.equal(real.status, 204, 'the signed lease settles');
     t.match(await store.usage(k.id), [{ leaseId: leaseIdOf(granted), metered: true }]);
   });
@@ -261,7 +261,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     let r;
     try {
       r = await request(port, 'POST', `${EXT_AUTHZ_PREFIX}/v1/pdf`, auth);
-      const s = await request(settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: before.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
+      const s = await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, JSON.stringify({ lease: before.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
       t.equal(s.status, 503, 'a settle that cannot be written is not acknowledged');
       t.equal(JSON.parse(s.body).error, 'busy');
       const ready = await request(port, 'GET', READY_PATH);
@@ -276,7 +276,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     t.equal(await store.inFlight(k.id), 1, 'only the lease granted before');
     t.equal(await store.monthUsed(k.id, '2026-08'), 1);
     t.same(await store.usage(k.id), [], 'nothing recorded');
-    const s = await request(settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: before.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
+    const s = await request(settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, JSON.stringify({ lease: before.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
     t.equal(s.status, 204, 'the retried settle lands once the store is back');
     t.equal((await store.usage(k.id)).length, 1);
   });
@@ -314,7 +314,7 @@ export function serverSuite(t: Test, kind: StoreKind): void {
     const replicas = [0, 1].map(() => createPolicyServer({ config, logger, store: home.open(), plans: PLANS, clock: clock.now, host: '127.0.0.1' }));
     for (const r of replicas) await r.start();
     const clients = replicas.map((r) => pooledClient(r.address().port, 16));
-    const settlers = replicas.map((r) => pooledClient(r.settleAddress().port, 16));
+    const settlers = replicas.map((r) => pooledClient(r.settleAddress().port, 16, TEST_RENDERER_AUTH));
     t.teardown(async () => {
       for (const c of [...clients, ...settlers]) c.close();
       for (const r of replicas) await r.stop();

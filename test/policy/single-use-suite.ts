@@ -16,7 +16,7 @@ import { createPolicyServer, type PolicyServer } from '../../policy/server.ts';
 import type { RenderCache } from '../../renderer/cache/cache.ts';
 import { ALONE } from '../../renderer/cache/flight.ts';
 import { createRendererServer, type RendererServer } from '../../renderer/server/index.ts';
-import { leaseIdOf, signedLease, TEST_LEASE_ENV } from '../lib/leases.ts';
+import { leaseIdOf, signedLease, TEST_LEASE_ENV, TEST_RENDERER_AUTH, TEST_RENDERER_TOKEN } from '../lib/leases.ts';
 import { standInPool, type StandInPool } from '../renderer/stand-in-pool.ts';
 import { request } from './http.ts';
 import { type StoreKind, storeHome } from './stores.ts';
@@ -41,7 +41,7 @@ async function rig(t: Test, kind: StoreKind, renderers: number): Promise<Rig> {
   const config = loadConfig({ PORT: '0', TINTYPE_ADMIN_PORT: '0', TINTYPE_LOG_LEVEL: 'error', ...home.env });
   const policy = createPolicyServer({ config, logger: quiet, store: home.open(), plans: PLANS, host: '127.0.0.1' });
   await policy.start();
-  const settler = agentSettler(`http://127.0.0.1:${policy.settleAddress().port}`);
+  const settler = agentSettler(`http://127.0.0.1:${policy.settleAddress().port}`, { token: TEST_RENDERER_TOKEN });
   const out: Rig['renderers'] = [];
   for (let i = 0; i < renderers; i++) {
     const pool = standInPool(300);
@@ -160,7 +160,7 @@ export function singleUseSuite(t: Test, kind: StoreKind): void {
     const r = await rig(t, kind, 0);
     const lease = await takeLease(r);
     const id = leaseIdOf(lease);
-    const claimAt = (path: string, token: string) => request(r.policy.settleAddress().port, 'POST', path, { 'content-type': 'application/json' }, JSON.stringify({ lease: token })).then((a) => a.status);
+    const claimAt = (path: string, token: string) => request(r.policy.settleAddress().port, 'POST', path, { ...TEST_RENDERER_AUTH, 'content-type': 'application/json' }, JSON.stringify({ lease: token })).then((a) => a.status);
     // Signed with policy's own key, as a stolen signing key or a bug in the signer would sign them.
     const otherOperation = signedLease('pdf', { id, keyId: r.keyId });
     const otherKey = signedLease('html-to-image', { id, keyId: 'key_someone_else' });

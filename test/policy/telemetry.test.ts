@@ -12,6 +12,7 @@ import { startOtlpReceiver } from '../e2e/otlp-receiver.ts';
 import { request } from './http.ts';
 import { runTintype, startPolicyProcess } from './process.ts';
 import { EXT_AUTHZ_PREFIX, LEASE_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
+import { TEST_RENDERER_AUTH } from '../lib/leases.ts';
 
 t.test('tintype policy exports authz and settle spans to the configured endpoint', async (t) => {
   const receiver = await startOtlpReceiver();
@@ -32,7 +33,7 @@ t.test('tintype policy exports authz and settle spans to the configured endpoint
   const parent = 'b7ad6b7169203331';
   const check = await request(proc.port, 'GET', `${EXT_AUTHZ_PREFIX}/v1/ping`, { authorization: `Bearer ${secret}`, traceparent: `00-${traceId}-${parent}-01` });
   t.equal(check.status, 200, 'granted', { output: proc.output() });
-  const settle = await request(proc.settlePort, 'POST', SETTLE_PATH, { traceparent: `00-${traceId}-${parent}-01` },
+  const settle = await request(proc.settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH, traceparent: `00-${traceId}-${parent}-01` },
     JSON.stringify({ lease: check.headers[LEASE_HEADER], status: 200 }));
   t.equal(settle.status, 204, 'settled');
   // Stopped at once: spans still batched must be flushed by the shutdown, not lost with the process.

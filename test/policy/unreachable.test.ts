@@ -6,7 +6,7 @@ import { createLogger } from '../../lib/log.ts';
 import { createPolicyServer } from '../../policy/server.ts';
 import { openPostgresStore } from '../../policy/store/postgres.ts';
 import { request } from './http.ts';
-import { TEST_LEASE_ENV, signedLease } from '../lib/leases.ts';
+import { TEST_LEASE_ENV, TEST_RENDERER_AUTH, signedLease } from '../lib/leases.ts';
 import { EXT_AUTHZ_PREFIX, SETTLE_PATH } from '../../lib/policy-contract.ts';
 import { LIVE_PATH, READY_PATH } from '../../lib/admin.ts';
 
@@ -35,7 +35,7 @@ t.test('store down at check time: 503 busy with retry-after 1, not ready', async
   t.equal(r.status, 503);
   t.equal(r.body, '{"error":"busy"}');
   t.equal(r.headers['retry-after'], '1');
-  t.equal((await request(started.settleAddress().port, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: signedLease('ping'), status: 200 }))).status, 503);
+  t.equal((await request(started.settleAddress().port, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, JSON.stringify({ lease: signedLease('ping'), status: 200 }))).status, 503);
   t.equal((await request(port, 'GET', READY_PATH)).status, 503);
   t.equal((await request(port, 'GET', LIVE_PATH)).status, 200);
   t.ok(lines.some((l) => l.includes('store_unavailable')), 'the failure is logged');

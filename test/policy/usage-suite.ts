@@ -5,7 +5,8 @@
  * at 23:59:59 UTC and settled after midnight. Run once per backend by usage.sqlite.test.ts,
  * usage.postgres.test.ts and usage.redis.test.ts.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Test } from 'tap';
 import { CommandLineError } from '../../bin/commands/command.ts';
@@ -23,7 +24,7 @@ import type { UsageReport } from '../../policy/usage-report.ts';
 import { request } from './http.ts';
 import { runTintype, startPolicyProcess } from './process.ts';
 import { type StoreHome, type StoreKind, fakeClock, storeHome } from './stores.ts';
-import { METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
+import { ADMIN_SOCKET_NAME, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 
 /** The plans in force when the report is read: `legacy` is gone by then. */
 const PLANS_DOC = {
@@ -306,16 +307,20 @@ export function usageSuite(t: Test, kind: StoreKind): void {
     t.equal(list.code, 0, list.stderr);
     const listed = new Map(list.stdout.trim().split('\n').slice(1).map((l) => l.split('\t')).map((r) => [r[0], r]));
 
-    // The admin port: the same JSON; never the main port.
-    const proc = await startPolicyProcess({ ...s.env, TINTYPE_LOG_LEVEL: 'info' });
+    // The admin socket: the same JSON; never the main port nor the admin port.
+    // SQLite's store is in the data directory; with PostgreSQL, a directory of this test's own.
+    const dataDir = s.env['TINTYPE_DATA_DIR'] ?? mkdtempSync(path.join(os.tmpdir(), 'tintype-usage-admin-'));
+    if (s.env['TINTYPE_DATA_DIR'] === undefined) t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+    const proc = await startPolicyProcess({ ...s.env, TINTYPE_DATA_DIR: dataDir, TINTYPE_LOG_LEVEL: 'info' });
     t.teardown(() => proc.kill('SIGTERM'));
     t.not(proc.adminPort, proc.port);
-    const admin = await request(proc.adminPort, 'GET', '/usage?month=2026-08');
+    const socket = path.join(dataDir, ADMIN_SOCKET_NAME);
+    const admin = await request(socket, 'GET', '/usage?month=2026-08');
     t.equal(admin.status, 200);
     t.match(admin.headers['content-type'], /^application\/json/);
     t.equal(admin.body, json.stdout, 'GET /usage?month=2026-08 answers what tintype usage --format json prints');
     const read = async (query: string): Promise<UsageReport> => {
-      const r = await request(proc.adminPort, 'GET', `/usage${query}`);
+      const r = await request(socket, 'GET', `/usage${query}`);
       t.equal(r.status, 200, query);
       return JSON.parse(r.body) as UsageReport;
     };
@@ -338,9 +343,10 @@ export function usageSuite(t: Test, kind: StoreKind): void {
       if (k === undefined) continue;
       t.same(row.slice(5, 7), [String(k.metered), String(k.remaining ?? '-')], `keys list and usage agree on ${id}`);
     }
-    const adminOne = await request(proc.adminPort, 'GET', `/usage?month=2026-08&key=${s.ids.B}`);
+    const adminOne = await request(socket, 'GET', `/usage?month=2026-08&key=${s.ids.B}`);
     t.same((JSON.parse(adminOne.body) as UsageReport).keys.map((k) => k.keyId), [s.ids.B]);
     t.equal((await request(proc.port, 'GET', '/usage?month=2026-08')).status, 404, 'not on the port Envoy and renderers reach');
+    t.equal((await request(proc.adminPort, 'GET', '/usage?month=2026-08')).status, 404, 'nor on the admin port');
     const bad: Array<[string, number, string]> = [
       ['/usage?month=2026-13', 400, 'bad_request'],
       ['/usage?month=08-2026', 400, 'bad_request'],
@@ -348,11 +354,11 @@ export function usageSuite(t: Test, kind: StoreKind): void {
       ['/usage?key=key_nobodyatall', 404, 'not_found'],
     ];
     for (const [p, status, error] of bad) {
-      const r = await request(proc.adminPort, 'GET', p);
+      const r = await request(socket, 'GET', p);
       t.equal(r.status, status, p);
       t.equal(JSON.parse(r.body).error, error, p);
     }
-    t.equal((await request(proc.adminPort, 'POST', '/usage', {}, '')).status, 405);
+    t.equal((await request(socket, 'POST', '/usage', {}, '')).status, 405);
     t.equal((await request(proc.adminPort, 'GET', READY_PATH)).status, 200, 'probes on the admin port');
     t.match((await request(proc.adminPort, 'GET', METRICS_PATH)).body, /tintype_policy_checks_total/);
     await proc.kill('SIGTERM');

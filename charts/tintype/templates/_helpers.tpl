@@ -91,7 +91,7 @@ alone, since binding :: makes Envoy exit on a node booted without IPv6.
 {{- end -}}
 {{- end -}}
 
-{{/* The Secret that holds DATABASE_URL, REDIS_URL, TINTYPE_LEASE_SIGNING_KEY and TINTYPE_LEASE_PUBLIC_KEYS. */}}
+{{/* The Secret that holds DATABASE_URL, REDIS_URL, TINTYPE_LEASE_SIGNING_KEY, TINTYPE_LEASE_PUBLIC_KEYS and TINTYPE_RENDERER_TOKEN. */}}
 {{- define "tintype.secretName" -}}
 {{- if .Values.secrets.existingSecret -}}
 {{- .Values.secrets.existingSecret -}}
@@ -201,7 +201,7 @@ render with the keys to add, instead of pods that never start (charts/tintype/UP
 {{- define "tintype.validateExistingSecrets" -}}
 {{- $want := dict -}}
 {{- with .Values.secrets.existingSecret -}}
-{{- $keys := list "DATABASE_URL" "REDIS_URL" "TINTYPE_LEASE_SIGNING_KEY" "TINTYPE_LEASE_PUBLIC_KEYS" "GUARD_TOKEN_KEY" -}}
+{{- $keys := list "DATABASE_URL" "REDIS_URL" "TINTYPE_LEASE_SIGNING_KEY" "TINTYPE_LEASE_PUBLIC_KEYS" "GUARD_TOKEN_KEY" "TINTYPE_RENDERER_TOKEN" -}}
 {{- if $.Values.migrations.enabled }}{{ $keys = append $keys $.Values.migrations.databaseUrlKey | uniq }}{{ end -}}
 {{- $_ := set $want . (list "secrets.existingSecret" $keys) -}}
 {{- end -}}
@@ -224,12 +224,12 @@ render with the keys to add, instead of pods that never start (charts/tintype/UP
 {{- define "tintype.validate" -}}
 {{- $s := .Values.secrets -}}
 {{- if $s.existingSecret -}}
-{{- if or $s.databaseUrl $s.redisUrl $s.leaseSigningKey $s.leasePublicKeys $s.guardTokenKey -}}
-{{- fail "secrets.existingSecret is set: leave secrets.databaseUrl, secrets.redisUrl, secrets.leaseSigningKey, secrets.leasePublicKeys and secrets.guardTokenKey empty (they belong in that Secret)" -}}
+{{- if or $s.databaseUrl $s.redisUrl $s.leaseSigningKey $s.leasePublicKeys $s.guardTokenKey $s.rendererToken -}}
+{{- fail "secrets.existingSecret is set: leave secrets.databaseUrl, secrets.redisUrl, secrets.leaseSigningKey, secrets.leasePublicKeys, secrets.guardTokenKey and secrets.rendererToken empty (they belong in that Secret)" -}}
 {{- end -}}
 {{- else -}}
-{{- if not (and $s.databaseUrl $s.redisUrl $s.leaseSigningKey $s.leasePublicKeys) -}}
-{{- fail "set secrets.existingSecret, or all of secrets.databaseUrl, secrets.redisUrl, secrets.leaseSigningKey and secrets.leasePublicKeys" -}}
+{{- if not (and $s.databaseUrl $s.redisUrl $s.leaseSigningKey $s.leasePublicKeys $s.rendererToken) -}}
+{{- fail "set secrets.existingSecret, or all of secrets.databaseUrl, secrets.redisUrl, secrets.leaseSigningKey, secrets.leasePublicKeys and secrets.rendererToken" -}}
 {{- end -}}
 {{- if lt (len (default "" $s.guardTokenKey)) 43 -}}
 {{- fail "set secrets.guardTokenKey to the base64 of 32 random bytes (openssl rand -base64 32): the guard accepts only render tokens made with it (charts/tintype/UPGRADING.md 0.3.0)" -}}
@@ -452,7 +452,7 @@ empty then, and no annotation is written.
 {{- if $s.existingSecret -}}
 {{- $data = (lookup "v1" "Secret" $root.Release.Namespace $s.existingSecret).data | default dict -}}
 {{- else -}}
-{{- $data = dict "DATABASE_URL" ($s.databaseUrl | b64enc) "REDIS_URL" ($s.redisUrl | b64enc) "TINTYPE_LEASE_SIGNING_KEY" ($s.leaseSigningKey | b64enc) "TINTYPE_LEASE_PUBLIC_KEYS" ($s.leasePublicKeys | b64enc) "GUARD_TOKEN_KEY" ($s.guardTokenKey | b64enc) -}}
+{{- $data = dict "DATABASE_URL" ($s.databaseUrl | b64enc) "REDIS_URL" ($s.redisUrl | b64enc) "TINTYPE_LEASE_SIGNING_KEY" ($s.leaseSigningKey | b64enc) "TINTYPE_LEASE_PUBLIC_KEYS" ($s.leasePublicKeys | b64enc) "GUARD_TOKEN_KEY" ($s.guardTokenKey | b64enc) "TINTYPE_RENDERER_TOKEN" ($s.rendererToken | b64enc) -}}
 {{- end -}}
 {{- if $data -}}
 {{- $parts := list -}}

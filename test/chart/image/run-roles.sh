@@ -100,8 +100,10 @@ container keypair tintype-core keypair -- keys lease-keypair
 if wait "$(cat "$work/keypair.pid")" && grep -q '^TINTYPE_LEASE_PUBLIC_KEYS=' "$work/keypair.log"; then
   signing=$(grep '^TINTYPE_LEASE_SIGNING_KEY=' "$work/keypair.log")
   public=$(grep '^TINTYPE_LEASE_PUBLIC_KEYS=' "$work/keypair.log")
-  policy_leases=("$signing" "$public" TINTYPE_POLICY_SETTLE_PORT=8181)
-  renderer_leases=("$public" TINTYPE_POLICY_URL=http://127.0.0.1:8181)
+  # The renderer token, as the chart's Secret gives it to policy and the renderer container.
+  token=TINTYPE_RENDERER_TOKEN=$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+  policy_leases=("$signing" "$public" "$token" TINTYPE_POLICY_SETTLE_PORT=8181)
+  renderer_leases=("$public" "$token" TINTYPE_POLICY_URL=http://127.0.0.1:8181)
   # The guard checks each render's lease when the renderer opens it (docs/security.md "Egress policy per key").
   guard_leases=("$public")
 else

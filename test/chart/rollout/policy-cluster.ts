@@ -110,11 +110,11 @@ export function policyCluster(bootstrap: any) {
         h.active--;
       }
     },
-    /** A renderer's settle, to a pod the Service's name resolves to now. */
-    async settle(body: string): Promise<Answer> {
+    /** A renderer's settle, to a pod the Service's name resolves to now, with the renderer's `headers` (its token). */
+    async settle(body: string, headers: Record<string, string> = {}): Promise<Answer> {
       const pods = [...endpoints.values()];
       const pod = pods[Math.floor(Math.random() * pods.length)]!;
-      return { ...(await send(pod.settlePort, { method: 'POST', path: SETTLE_PATH, headers: { 'content-type': 'application/json' }, body }, settleAgent, 10_000)), host: pod.name };
+      return { ...(await send(pod.settlePort, { method: 'POST', path: SETTLE_PATH, headers: { ...headers, 'content-type': 'application/json' }, body }, settleAgent, 10_000)), host: pod.name };
     },
     close(): void {
       for (const t of timers) clearInterval(t);

@@ -15,7 +15,7 @@ import { loadConfig } from '../../../lib/config.ts';
 import { createLogger } from '../../../lib/log.ts';
 import { CLAIM_PATH, LEASE_HEADER, SETTLE_PATH, type SettleRequest } from '../../../lib/policy-contract.ts';
 import { request } from '../../policy/http.ts';
-import { TEST_LEASE_ENV } from '../../lib/leases.ts';
+import { TEST_LEASE_ENV, TEST_RENDERER_AUTH } from '../../lib/leases.ts';
 import { SITE_HOST, newLease, pngSize, post, startSite, until } from './harness.ts';
 import { CACHE_HEADER } from '../../../renderer/server/answer-headers.ts';
 import { STATE_PATH } from '../../../lib/state-contract.ts';
@@ -28,7 +28,10 @@ const settles: SettleRequest[] = [];
 let attempts = 0;
 /** The connections settles came on (the egress audit posts come on their own). */
 const settleConnections = new Set<unknown>();
+/** The `authorization` of every call, as policy checks it for the renderer token (lib/renderer-token.ts). */
+const authorizations: Array<string | undefined> = [];
 const policy = http.createServer((req, res) => {
+  authorizations.push(req.headers.authorization);
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
@@ -90,6 +93,8 @@ t.test('renders through its own guard and settles to policy, retrying a failed a
   await until(() => settles.length === 2, 'the second settle', 10_000);
   t.same(settles[1], { lease: second, status: 200, cache: 'hit' });
   t.equal(settleConnections.size, 1, 'the settles shared one kept-alive connection');
+  t.ok(authorizations.length >= 5, 'claims and settles seen');
+  t.ok(authorizations.every((a) => a === TEST_RENDERER_AUTH.authorization), 'each call carries the renderer token');
 });
 
 t.test('a drain (at SIGTERM): the public port serves on, each answer closing its connection', async (t) => {
