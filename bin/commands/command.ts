@@ -47,7 +47,10 @@ export function wantsHelp(args: readonly string[]): boolean {
   return args.includes('--help') || args.includes('-h');
 }
 
-/** Resolves with the first stop signal (SIGTERM from an orchestrator, SIGINT from a terminal). */
+/**
+ * Resolves with the first stop signal (SIGTERM from an orchestrator, SIGINT from a terminal).
+ * Called first thing in a role's run(): until a listener is on, a signal kills the process.
+ */
 export function waitForStopSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));

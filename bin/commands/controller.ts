@@ -28,6 +28,8 @@ export const controllerCommand: Command = {
       'KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
+    // Caught from the first line: a signal while the role starts stops it once started, never kills it mid-start.
+    const stopping = waitForStopSignal();
     const config = loadConfig();
     const logger = createLogger('controller', { level: config.logLevel });
     const kc = loadKubeConfig({ kubeconfig: config.kubeconfig, inCluster: config.inCluster });
@@ -45,7 +47,7 @@ export const controllerCommand: Command = {
     const parts = lifecycleGroup(logger);
     await parts.start(admin, controller);
     logger.info('controller.started', { admin_port: admin.port(), namespace: settings.namespace });
-    const signal = await waitForStopSignal();
+    const signal = await stopping;
     logger.info('stopping', { signal });
     await parts.stop(signal);
     logger.info('stopped', { signal });

@@ -25,11 +25,13 @@ export const envoyDrainCommand: Command = {
     settings: ['TINTYPE_ENVOY_ADMIN_URL', 'TINTYPE_DRAIN_PORT', 'TINTYPE_DRAIN_WAIT_S', 'TINTYPE_DRAIN_TIME_S', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
+    // Caught from the first line: a signal while the role starts stops it once started, never kills it mid-start.
+    const stopping = waitForStopSignal();
     const config = loadConfig();
     const logger = createLogger('envoy-drain', { level: config.logLevel });
     const hook = await startDrainedHook({ port: config.drainPort, startWaitMs: HOOK_WAIT_MS, logger });
     logger.info('envoy_drain.waiting', { admin: config.envoyAdminUrl, port: hook.port });
-    const signal = await waitForStopSignal();
+    const signal = await stopping;
     logger.info('stopping', { signal });
     const drain = drainEnvoy({ adminUrl: config.envoyAdminUrl, waitMs: config.drainWaitS * 1000, drainMs: config.drainTimeS * 1000, logger });
     hook.begin(drain);

@@ -21,6 +21,8 @@ export const guardCommand: Command = {
     settings: ['PORT', 'TINTYPE_TERM_DRAIN_S', 'TINTYPE_ADMIN_PORT', 'GUARD_SOCKET', 'GUARD_DNS_SERVERS', 'GUARD_DNS_TIMEOUT_MS', 'GUARD_ALLOW_CIDRS', 'GUARD_SELF_ADDRESSES', 'GUARD_CONNECT_TIMEOUT_MS', 'GUARD_IDLE_TIMEOUT_MS', 'GUARD_MAX_TUNNELS', 'GUARD_MAX_TUNNELS_PER_RENDER', 'GUARD_MAX_UNNAMED_TUNNELS', 'GUARD_MAX_CONNECTIONS', 'GUARD_MAX_CONNECTIONS_PER_PEER', 'GUARD_HEADERS_TIMEOUT_MS', 'GUARD_REQUEST_TIMEOUT_MS', 'GUARD_TOKEN_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
+    // Caught from the first line: a signal while the role starts stops it once started, never kills it mid-start.
+    const stopping = waitForStopSignal();
     const config = loadConfig();
     // A guard that could check no render token would name no render (lib/render-token.ts).
     requireGuardTokens(config, 'the guard');
@@ -52,7 +54,7 @@ export const guardCommand: Command = {
     adminPorts.add(admin.port());
     await parts.start(guard);
     logger.info('guard.admin_listening', { port: admin.port() });
-    const signal = await waitForStopSignal();
+    const signal = await stopping;
     await drainAfterSignal(signal, config.termDrainS, [admin], logger);
     logger.info('stopping', { signal });
     await parts.stop(signal);

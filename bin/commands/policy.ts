@@ -23,6 +23,8 @@ export const policyCommand: Command = {
     settings: ['PORT', 'TINTYPE_TERM_DRAIN_S', 'TINTYPE_POLICY_SETTLE_PORT', 'TINTYPE_ADMIN_PORT', 'TINTYPE_POLICY_USAGE_OPEN', 'TINTYPE_RENDERER_TOKEN', 'TINTYPE_POLICY_MAX_CONNECTIONS', 'TINTYPE_LEASE_SIGNING_KEY', 'TINTYPE_LEASE_PUBLIC_KEYS', 'DATABASE_URL', 'TINTYPE_COUNTERS_URL', 'TINTYPE_DATA_DIR', 'TINTYPE_PG_POOL', 'TINTYPE_SQLITE_SYNC', 'TINTYPE_MIGRATE', 'TINTYPE_PLANS', 'TINTYPE_RENDER_TIMEOUT_MS', 'TINTYPE_LEASE_GRACE_MS', 'TINTYPE_EGRESS_AUDIT_DAYS', 'TINTYPE_LEDGER_MONTHS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_SERVICE_NAME', 'TINTYPE_LOG_LEVEL'],
   }),
   async run() {
+    // Caught from the first line: a signal while the role starts stops it once started, never kills it mid-start.
+    const stopping = waitForStopSignal();
     const config = loadConfig();
     const logger = createLogger('policy', { level: config.logLevel });
     // Before the server exists, so its `authz` and `settle` spans are exported (docs/operations.md "Telemetry");
@@ -60,7 +62,7 @@ export const policyCommand: Command = {
       parts.add(startLedgerUpkeep({ databaseUrl: config.databaseUrl, logger, keepMonths: config.ledgerMonths }));
     }
     logger.info('listening', { port: server.address().port, settle_port: server.settleAddress().port, admin_port: admin.port(), store: server.store.kind, tracing: telemetry.enabled });
-    const signal = await waitForStopSignal();
+    const signal = await stopping;
     await drainAfterSignal(signal, config.termDrainS, [admin], logger);
     await parts.stop(signal);
     logger.info('stopped', { signal });
