@@ -5,18 +5,13 @@
  * them again only then; a check of a known key never waits for the store for them. A key it has
  * not read yet (made since) is looked up once, so a key made with a list never renders without it.
  * A change made with `tintype keys egress` is thereby in every replica's next leases within
- * POLL_MS and a read. When the last answer is older than FRESH_MS (a store slowed by load, or a
- * poll that failed), a check first waits for a read asked within FRESH_MS, so no lease is signed
- * with a list older than that; a store that does not answer it fails the check closed (503 busy).
+ * POLL_MS and a read (policy/fresh-reads.ts: no lease is signed with lists older than FRESH_MS;
+ * a check waits for a newer read when they are, and a store that does not answer fails it closed).
  */
 import type { EgressPolicy } from '../lib/egress.ts';
 import type { Logger } from '../lib/log.ts';
 import type { EgressStore } from './store/egress-store.ts';
-
-/** How often a replica asks whether a policy changed. */
-export const POLL_MS = 200;
-/** How old the last answer may be when a lease is signed. */
-export const FRESH_MS = 1_000;
+import { freshReads, POLL_MS } from './fresh-reads.ts';
 
 export interface EgressPolicies {
   /**
@@ -35,32 +30,17 @@ export function egressPolicies(store: EgressStore, logger: Logger, now: () => nu
   let byKey = new Map<string, EgressPolicy>();
   let keys = new Set<string>();
   let generation = -1;
-  let heardAt = -Infinity;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
-  // The read under way, joined by whoever needs one asked no earlier than FRESH_MS ago.
-  let reading: { asked: number; done: Promise<void> } | undefined;
-  const read = async (asked: number): Promise<void> => {
-    if ((await store.generation()) !== generation) {
-      const got = await store.policies();
-      // A slower read asked earlier never replaces what a later one read.
-      if (asked < heardAt) return;
-      byKey = got.byKey;
-      keys = got.keys;
-      generation = got.generation;
-    }
-    // Fresh as of when it was asked, not when the answer came.
-    heardAt = Math.max(heardAt, asked);
-  };
-  const poll = (): Promise<void> => {
-    if (reading !== undefined && now() - reading.asked <= FRESH_MS) return reading.done;
-    const asked = now();
-    const done = read(asked).finally(() => {
-      if (reading?.done === done) reading = undefined;
-    });
-    reading = { asked, done };
-    return done;
-  };
+  const { poll, fresh } = freshReads(async (superseded) => {
+    if ((await store.generation()) === generation) return;
+    const got = await store.policies();
+    // A slower read asked earlier never replaces what a later one read.
+    if (superseded()) return;
+    byKey = got.byKey;
+    keys = got.keys;
+    generation = got.generation;
+  }, now);
   // A store that cannot answer is logged and asked again; meanwhile fresh() fails closed.
   const pollLogged = (): Promise<void> => poll().catch((err: unknown) => {
     logger.warn('store_unavailable', { during: 'egress_poll', message: err instanceof Error ? err.message : String(err) });
@@ -71,9 +51,7 @@ export function egressPolicies(store: EgressStore, logger: Logger, now: () => nu
     timer.unref();
   };
   return {
-    async fresh() {
-      if (now() - heardAt > FRESH_MS) await poll();
-    },
+    fresh,
     async of(keyId) {
       if (keys.has(keyId)) return byKey.get(keyId);
       const asked = generation;

@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { createPolicy } from '../../policy/authorize.ts';
 import { createKey, revokeKey } from '../../policy/keys.ts';
 import { BUILT_IN_PLANS, type Plans } from '../../policy/plans.ts';
-import { FRESH_MS } from '../../policy/egress.ts';
+import { FRESH_MS } from '../../policy/fresh-reads.ts';
 import { keyPrefix, openRedisStore } from '../../policy/store/redis/store.ts';
 import { startPostgres, startRedis } from '../e2e/reliability/instances.ts';
 import { LEDGER_STREAM } from '../../policy/ledger/event.ts';

@@ -7,7 +7,8 @@
 import t from 'tap';
 import { parseEgressPolicy } from '../../lib/egress.ts';
 import { createLogger } from '../../lib/log.ts';
-import { egressPolicies, FRESH_MS } from '../../policy/egress.ts';
+import { egressPolicies } from '../../policy/egress.ts';
+import { FRESH_MS } from '../../policy/fresh-reads.ts';
 import type { EgressAuditRecord } from '../../policy/store/egress-store.ts';
 import { storeHome, type StoreKind } from './stores.ts';
 

@@ -3,11 +3,11 @@
  * store"): found by hash in PostgreSQL once, then answered from memory. Every change of a key
  * (made, revoked) moves a generation in Redis; each replica asks for it every POLL_MS and forgets
  * what it holds when it moved, so a revocation reaches every replica within POLL_MS and a round
- * trip. As policy/egress.ts does for egress lists: when the last answer is older than FRESH_MS, a
+ * trip. As for egress lists (policy/fresh-reads.ts): when the last answer is older than FRESH_MS, a
  * check first waits for a newer one, and a counters store that cannot give one fails the check
  * closed (503 busy), so no check is answered from keys older than FRESH_MS.
  */
-import { FRESH_MS, POLL_MS } from '../../egress.ts';
+import { freshReads, POLL_MS } from '../../fresh-reads.ts';
 import type { KeyRecord } from '../store.ts';
 
 /** Hashes remembered at most (known keys and unknown hashes alike); past it the memory starts again. */
@@ -32,27 +32,15 @@ export interface KeyCache {
 export function keyCache(source: KeyCacheSource, now: () => number = () => performance.now()): KeyCache {
   let byHash = new Map<string, KeyRecord | null>();
   let generation: string | undefined;
-  let heardAt = -Infinity;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
-  let reading: { asked: number; done: Promise<void> } | undefined;
-  const read = async (asked: number): Promise<void> => {
+  const { poll, fresh } = freshReads(async () => {
     const g = await source.generation();
     if (g !== generation) {
       byHash = new Map();
       generation = g;
     }
-    heardAt = Math.max(heardAt, asked);
-  };
-  const poll = (): Promise<void> => {
-    if (reading !== undefined && now() - reading.asked <= FRESH_MS) return reading.done;
-    const asked = now();
-    const done = read(asked).finally(() => {
-      if (reading?.done === done) reading = undefined;
-    });
-    reading = { asked, done };
-    return done;
-  };
+  }, now);
   // Polls only once asked for a key: a short-lived command that never checks starts no timer.
   const loop = (): void => {
     if (stopped || timer !== undefined) return;
@@ -66,7 +54,7 @@ export function keyCache(source: KeyCacheSource, now: () => number = () => perfo
   return {
     async fresh() {
       loop();
-      if (now() - heardAt > FRESH_MS) await poll();
+      await fresh();
     },
     async find(hash) {
       const known = byHash.get(hash);
