@@ -15,7 +15,7 @@ t.test('each command has a help text with synopsis, options and settings', async
     t.match(text, /-h, --help/, `${name}: -h and --help`);
     t.match(text, /\nsettings \(environment variables; docs\/operations\.md#settings\):\n {2}\S/, `${name}: the settings it reads`);
   }
-  t.match(await help('usage'), /--month YYYY-MM[\s\S]*--key ID[\s\S]*--format F[\s\S]*DATABASE_URL, TINTYPE_DATA_DIR, TINTYPE_PLANS/);
+  t.match(await help('usage'), /--month YYYY-MM[\s\S]*--key ID[\s\S]*--format F[\s\S]*DATABASE_URL, TINTYPE_COUNTERS_URL, TINTYPE_DATA_DIR, TINTYPE_PLANS/);
   t.match(await help('policy'), /TINTYPE_ADMIN_PORT/);
 });
 
