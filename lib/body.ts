@@ -19,6 +19,8 @@ export interface BodyBounds {
   limit: number;
   /** How long the whole body may take once the headers are in; no bound when omitted. */
   timeoutMs?: number;
+  /** Count the body and drop it as it arrives: nothing is held, and `body` resolves empty. */
+  discard?: boolean;
 }
 
 /** Whether the request announces, by `content-length`, a body over `limit`. */
@@ -71,9 +73,9 @@ export function readBody(req: IncomingMessage, bounds: BodyBounds): Promise<Body
       if (done) return; // refused: dropped, never held
       size += chunk.length;
       if (size > limit) return finish({ kind: 'too_large' });
-      chunks.push(chunk);
+      if (bounds.discard !== true) chunks.push(chunk);
     });
-    req.once('end', () => finish({ kind: 'body', body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) }));
+    req.once('end', () => finish({ kind: 'body', body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) }));
     req.once('error', () => finish({ kind: 'aborted' }));
     req.once('close', () => {
       if (!req.complete) finish({ kind: 'aborted' });

@@ -2,7 +2,8 @@
  * The embedded edge: the stand-in for the cluster's Envoy (charts/tintype/files/envoy.yaml) in `tintype start` (docs/architecture.md §1).
  * Per request, in the filter order of the chart's Envoy: an announced body over the limit is 413
  * before any key lookup (spec Part 5 rule 5) ▸ ext_authz to policy on the headers (deny:
- * policy's answer as is, the body never read) ▸ the body, bounded as it arrives (413 past the
+ * policy's answer as is, the body never held; one without an announced length counted and
+ * dropped first, 413 past the limit, spec Part 5 rule 5) ▸ the body, bounded as it arrives (413 past the
  * limit) ▸ route to the renderer with the lease ▸ the rate-limit position on every answer that
  * has one (spec 2.1). `/openapi.json` is
  * public (spec Part 9). Metrics and probes live on the admin listener, never here.
@@ -181,6 +182,20 @@ export function createEdge(options: EdgeOptions): Edge {
     span.setAttribute('tintype.authz.allowed', decision.allowed);
 
     if (!decision.allowed) {
+      // Spec Part 5 rule 5: a body over the limit is 413 whatever its key. One without an
+      // announced length is counted as it arrives and dropped, never held, before the denial.
+      if (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] !== undefined) {
+        const counted = await readBody(req, { limit, timeoutMs: bodyTimeoutMs, discard: true });
+        if (counted.kind === 'too_large') {
+          refuseTooLarge(req, res);
+          return { status: 413, error: 'payload_too_large' };
+        }
+        if (counted.kind === 'aborted') return clientLeft();
+        if (counted.kind === 'timeout') {
+          writeError(res, new ServiceError('request_timeout'), { connection: 'close' });
+          return { status: 408, error: 'request_timeout' };
+        }
+      }
       answerBeforeBody(req, res, () => {
         res.writeHead(decision.status, { ...decision.client, 'content-length': String(decision.body.length) });
         res.end(decision.body);
