@@ -48,6 +48,11 @@ export interface AdminOptions {
    */
   socket?: { path: string; routes: Readonly<Record<string, http.RequestListener>> };
   /**
+   * Told when another live process already answers on `socket.path` (two policy processes on one
+   * data directory): this one then serves no socket, and that one answers for the store.
+   */
+  onSocketHeld?: (path: string) => void;
+  /**
    * Called once, when a drain begins: the role's listeners start answering `connection: close`
    * (lib/graceful-close.ts `leave`), so kept-alive clients move to other pods before it stops.
    */
@@ -144,6 +149,7 @@ export function createAdminServer(options: AdminOptions): AdminServer {
   const local = socket === undefined ? undefined
     : http.createServer(adminHandler({ ...options, routes: { ...options.routes, ...socket.routes }, ready: () => !handler.draining() && options.ready() }));
   let listening = false;
+  let socketServed = false;
   const close = async (s: http.Server): Promise<void> => {
     s.closeAllConnections();
     await new Promise<void>((resolve) => s.close(() => resolve()));
@@ -153,15 +159,21 @@ export function createAdminServer(options: AdminOptions): AdminServer {
       await listen(server, { port: options.port ?? 0, host: options.host ?? '127.0.0.1' });
       if (local !== undefined && socket !== undefined) {
         await removeStaleSocket(socket.path);
-        await listen(local, { path: socket.path });
-        chmodSync(socket.path, PRIVATE_FILE_MODE);
+        try {
+          await listen(local, { path: socket.path });
+          chmodSync(socket.path, PRIVATE_FILE_MODE);
+          socketServed = true;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+          options.onSocketHeld?.(socket.path);
+        }
       }
       listening = true;
     },
     async stop() {
       if (!listening) return;
       listening = false;
-      await Promise.all([server, ...(local === undefined ? [] : [local])].map(close));
+      await Promise.all([server, ...(local === undefined || !socketServed ? [] : [local])].map(close));
     },
     healthy: () => listening,
     drain: handler.drain,

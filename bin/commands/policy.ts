@@ -48,6 +48,7 @@ export const policyCommand: Command = {
       ready: async () => server.healthy() && (await server.store.ping().then(() => true, () => false)),
       routes: config.policyUsageOpen ? reports : {},
       socket: { path: path.join(config.dataDir, ADMIN_SOCKET_NAME), routes: reports },
+      onSocketHeld: (held) => logger.warn('admin_socket_held', { path: held, detail: 'another policy process on this data directory answers /usage and /egress there' }),
       onDrain: () => server.leave(),
     });
     // Stopped in reverse: the server (readiness fails first), the admin port, then the spans of

@@ -302,7 +302,7 @@ export function processSuite(t: Test, kind: StoreKind): void {
     const month = (await store.usage(k.id))[0]?.month ?? '';
     t.equal(await store.monthUsed(k.id, month), 0, 'its reservation is returned');
     t.match(await store.usage(k.id), [{ leaseId: leaseIdOf(String(held.headers[LEASE_HEADER])), outcome: 'unsettled', metered: false, status: null }]);
-    const late = await request(proc.settlePort, 'POST', SETTLE_PATH, {}, JSON.stringify({ lease: held.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
+    const late = await request(proc.settlePort, 'POST', SETTLE_PATH, { ...TEST_RENDERER_AUTH }, JSON.stringify({ lease: held.headers[LEASE_HEADER], status: 200, cache: 'miss' }));
     t.equal(late.status, 204, 'a late settle is acknowledged (idempotent)');
     t.equal((await store.usage(k.id)).length, 1, 'and changes nothing');
     t.equal(await store.monthUsed(k.id, month), 0);
