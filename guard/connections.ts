@@ -8,7 +8,6 @@
  * A tunnel, once open, is the tunnel's: its idle timeout holds it (tunnel.ts).
  */
 import type http from 'node:http';
-import type net from 'node:net';
 
 export interface ConnectionLimits {
   maxConnections: number;
@@ -22,32 +21,11 @@ export interface ConnectionLimits {
 /** How often Node looks for requests past these bounds (its default is 30 s). */
 const CHECK_EVERY_MS = 1_000;
 
-/** Server options for the timeouts; the caps are applied by limitConnections. */
+/** Server options for the timeouts; the caps are applied by lib/peers.ts limitConnections. */
 export function timeoutOptions(limits: ConnectionLimits): http.ServerOptions {
   return {
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     connectionsCheckingInterval: Math.min(CHECK_EVERY_MS, limits.headersTimeoutMs),
   };
-}
-
-/** Closes, at once, each connection past the total or its peer's share. */
-export function limitConnections(server: http.Server, limits: ConnectionLimits): void {
-  server.maxConnections = limits.maxConnections;
-  const perPeer = new Map<string, number>();
-  server.prependListener('connection', (socket: net.Socket) => {
-    const peer = socket.remoteAddress;
-    if (peer === undefined) return;
-    const held = perPeer.get(peer) ?? 0;
-    if (held >= limits.maxConnectionsPerPeer) {
-      socket.destroy();
-      return;
-    }
-    perPeer.set(peer, held + 1);
-    socket.once('close', () => {
-      const left = (perPeer.get(peer) ?? 1) - 1;
-      if (left > 0) perPeer.set(peer, left);
-      else perPeer.delete(peer);
-    });
-  });
 }

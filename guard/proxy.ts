@@ -18,7 +18,8 @@ import { LEASE_HEADER } from '../lib/policy-contract.ts';
 import { endToEnd } from './headers.ts';
 import type { Judge } from './judge.ts';
 import type { RenderTokens } from '../lib/render-token.ts';
-import { limitConnections, timeoutOptions, type ConnectionLimits } from './connections.ts';
+import { limitConnections } from '../lib/peers.ts';
+import { timeoutOptions, type ConnectionLimits } from './connections.ts';
 import type { TunnelBounds, TunnelRefusal } from './tunnel-bounds.ts';
 import type { RenderTallies } from './tally.ts';
 import { failingRequest, isRefused, parseRequestTarget, rawHeader, requestLineOf } from './target.ts';
@@ -62,7 +63,7 @@ export function createProxyServer(ctx: ProxyContext): http.Server {
     keepAliveTimeout: ctx.settings.idleTimeoutMs,
     ...timeoutOptions(ctx.connections),
   });
-  limitConnections(server, ctx.connections);
+  limitConnections(server, { max: ctx.connections.maxConnections, perPeer: ctx.connections.maxConnectionsPerPeer });
   // Every connection keeps an error listener for its whole life, also once Node hands it over
   // at a CONNECT or upgrade: a browser resets connections whenever a render is torn down.
   server.on('connection', (socket: Duplex) => closeOnError(socket));

@@ -38,8 +38,9 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
   let held = 0;
   // Ahead of the HTTP server's own 'connection' listener, so a refused socket is never parsed.
   server.prependListener('connection', (socket: Socket) => {
-    const peer = clientOf(socket.remoteAddress);
-    const mine = byPeer.get(peer) ?? 0;
+    // A unix socket's peers have no address: they share the total only.
+    const peer = socket.remoteAddress === undefined ? undefined : clientOf(socket.remoteAddress);
+    const mine = peer === undefined ? 0 : byPeer.get(peer) ?? 0;
     const over = held >= limits.max ? 'total' : mine >= limits.perPeer ? 'peer' : undefined;
     if (over !== undefined) {
       limits.onRefused?.(over);
@@ -48,6 +49,10 @@ export function limitConnections(server: Server, limits: ConnectionLimits): void
       return;
     }
     held += 1;
+    if (peer === undefined) {
+      socket.once('close', () => (held -= 1));
+      return;
+    }
     byPeer.set(peer, mine + 1);
     socket.once('close', () => {
       held -= 1;
