@@ -1,8 +1,10 @@
 /**
  * The path every Chromium render takes (spec Part 1, 4.2 to 4.4): judge the page address ▸
- * cache lookup ▸ slot ▸ the operation's page work ▸ output bound ▸ cache store. The page
- * address is judged before any slot is taken (spec 4.4 rule 3), so a private address costs
- * no browser time; the guard's own checks still run again on every connection Chromium makes.
+ * cache lookup ▸ the key's flight (a render of the same key under way is waited for and its
+ * entry served, renderer/cache/flight.ts) ▸ slot ▸ the operation's page work ▸ output bound ▸
+ * cache store. The page address is judged before any slot is taken (spec 4.4 rule 3), so a
+ * private address costs no browser time; the guard's own checks still run again on every
+ * connection Chromium makes.
  */
 import { ServiceError, ValidationFailure } from '../../lib/errors.ts';
 import type { RenderTally } from '../../lib/guard-contract.ts';
