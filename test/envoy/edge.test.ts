@@ -114,11 +114,14 @@ t.test('after a 413 the rest of an announced body is read, not reset, even with 
   sock.destroy();
 });
 
-t.test('a chunked body: without a key refused on its headers; with one, refused while it streams at limit + 1', async (t) => {
+t.test('a chunked body, with a key or without, refused while it streams at limit + 1 (spec Part 5 rule 5); a small one without a key gets policy\'s answer', async (t) => {
   const r = await rig(t);
   const unkeyed = await send({ port: r.port, method: 'POST', path: '/v1/screenshot', headers: BAD, chunkedBytes: 64 * 1024 * 1024, stopOnAnswer: true });
-  t.equal(unkeyed.status, 401, 'policy\'s answer, before the body');
+  t.equal(unkeyed.status, 413, 'over the limit: 413 whatever the key');
+  t.same(json(unkeyed.body), { error: 'payload_too_large' });
   t.ok(unkeyed.sentBeforeAnswer < 16 * 1024 * 1024, `answered after ${unkeyed.sentBeforeAnswer} bytes of 64 MiB: not read to the end first`);
+  const small = await send({ port: r.port, method: 'POST', path: '/v1/screenshot', headers: BAD, chunkedBytes: 1024 });
+  t.equal(small.status, 401, 'within the limit: policy\'s answer');
   const big = await send({ port: r.port, method: 'POST', path: '/v1/screenshot', headers: GOOD, chunkedBytes: 64 * 1024 * 1024, stopOnAnswer: true });
   t.equal(big.status, 413);
   t.same(json(big.body), { error: 'payload_too_large' });
@@ -129,7 +132,7 @@ t.test('a chunked body: without a key refused on its headers; with one, refused 
   t.equal(at.status, 200, 'limit chunked');
   t.equal(at.body.length, MAX_BODY_BYTES);
   t.equal(r.renderer.seen.at(-1)?.headers['content-length'], String(MAX_BODY_BYTES), 'forwarded with its length');
-  t.equal(r.policy.seen.length, 4, 'each key checked on the headers, the body never sent to policy');
+  t.equal(r.policy.seen.length, 5, 'each key checked on the headers, the body never sent to policy');
   t.ok(r.policy.seen.every((s) => s.bodyLength === 0));
 });
 
