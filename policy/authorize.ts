@@ -108,13 +108,13 @@ export function createPolicy(o: PolicyOptions): Policy {
 }
 
 /**
- * Whether a settled outcome writes a usage record. A 400 and a 503 write none (docs/architecture.md §6,
- * spec Part 8 rule 4: "503s write no usage"; docs/operations.md "Usage ledger"); they still
- * close the lease. A 422 is recorded, not metered (Part 8 rule 8 leaves it open). Everything
+ * Whether a settled outcome writes a usage record. A 400, a 413 and a 503 write none
+ * (docs/architecture.md §6, spec Part 8 rule 4: a 413 is a refusal before the handler, and "503s
+ * write no usage"; docs/operations.md "Usage ledger"); they still close the lease. A 422 is recorded, not metered (Part 8 rule 8 leaves it open). Everything
  * else is recorded, metered or not as settleIsMetered says.
  */
 export function settleIsRecorded(outcome: Pick<SettleRequest, 'status'>): boolean {
-  return outcome.status !== 400 && outcome.status !== 503;
+  return outcome.status !== 400 && outcome.status !== 413 && outcome.status !== 503;
 }
 
 /** Validates a SettleRequest (lib/policy-contract.ts). */

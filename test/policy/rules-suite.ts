@@ -209,7 +209,7 @@ export function rulesSuite(t: Test, kind: StoreKind): void {
     t.equal(await store.monthUsed(k.id, '2026-05'), 3, 'a hit is metered');
   });
 
-  t.test('metering by outcome (spec Part 8 rule 4; 422 recorded, not metered; 400 and 503 write no usage)', async (t) => {
+  t.test('metering by outcome (spec Part 8 rule 4; 422 recorded, not metered; 400, 413 and 503 write no usage)', async (t) => {
     const { policy, key, store } = await setup(t, kind, '2026-05-05T10:00:00Z');
     const k = await key('scale');
     // [name, outcome, the usage record's metered flag, or undefined for no record at all]
@@ -220,6 +220,7 @@ export function rulesSuite(t: Test, kind: StoreKind): void {
       ['502 render_too_large', { status: 502, error: 'render_too_large' }, true],
       ['504 render_timeout', { status: 504, error: 'render_timeout' }, true],
       ['400 validation', { status: 400 }, undefined],
+      ['413 payload_too_large', { status: 413, error: 'payload_too_large' }, undefined],
       ['422 url_rejected', { status: 422, error: 'url_rejected' }, false],
       ['503 busy', { status: 503, error: 'busy' }, undefined],
       ['503 guard_unverified', { status: 503, error: 'guard_unverified' }, undefined],
