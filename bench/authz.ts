@@ -23,13 +23,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { leaseKeyText } from '../lib/lease.ts';
 import { newRendererToken, rendererTokenHeaders } from '../lib/renderer-token.ts';
 import { createPolicy } from '../policy/authorize.ts';
 import { createKey } from '../policy/keys.ts';
 import { type Plans, parsePlans } from '../policy/plans.ts';
 import { openPostgresStore } from '../policy/store/postgres.ts';
+import { benchDatabase } from './database.ts';
 import { openSqliteStore } from '../policy/store/sqlite.ts';
 import type { PolicyStore } from '../policy/store/store.ts';
 import { cpuSecondsOf, percentile, printMachine, round2 } from './machine.ts';
@@ -50,7 +50,6 @@ const KEYS = Number(opts.keys);
 /** PostgreSQL commits in groups: its throughput grows with the checks in flight, as Envoy's many connections give it. */
 const PG_CONNECTIONS = Number(opts['pg-connections']);
 const WARMUP_SECONDS = Math.min(1, SECONDS / 2);
-const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const TINTYPE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/tintype');
 const PLANS_DOC = { plans: { bench: { monthlyQuota: 1_000_000_000, perMinute: 1_000_000, concurrentRenders: 10_000 } } };
 const PLANS: Plans = parsePlans(JSON.stringify(PLANS_DOC));
@@ -327,21 +326,11 @@ async function home(kind: 'sqlite' | 'postgres', dir: string): Promise<Home> {
     const data = path.join(dir, 'sqlite');
     return { env: { TINTYPE_DATA_DIR: data }, open: () => openSqliteStore({ dataDir: data }), drop: async () => {} };
   }
-  const name = `tintype_bench_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = `postgres://postgres@127.0.0.1:5432/${name}`;
+  const db = await benchDatabase('tintype_bench', { migrate: false });
   return {
-    env: { TINTYPE_DATA_DIR: path.join(dir, 'pg'), DATABASE_URL: url },
-    open: () => openPostgresStore({ url, poolSize: 10 }),
-    async drop() {
-      const a = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await a.connect();
-      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await a.end();
-    },
+    env: { TINTYPE_DATA_DIR: path.join(dir, 'pg'), DATABASE_URL: db.url },
+    open: () => openPostgresStore({ url: db.url, poolSize: 10 }),
+    drop: db.drop,
   };
 }
 

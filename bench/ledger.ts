@@ -23,7 +23,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createLogger } from '../lib/log.ts';
 import { LEDGER_FIELD, LEDGER_GROUP, ledgerEvent, startLedgerSink, writeLedgerBatch } from '../policy/ledger/index.ts';
-import { openPostgresStore } from '../policy/store/postgres.ts';
+import { benchDatabase } from './database.ts';
 import type { UsageRecord } from '../policy/store/store.ts';
 import { cpuSecondsOf, percentile, printMachine, round2 } from './machine.ts';
 
@@ -53,31 +53,9 @@ const YEAR_ROWS = Number(opts['year-rows'] ?? (quick ? 120_000 : 100_000_000));
 const READS = Number(opts.reads);
 /** Records of one key in one month in the year's ledger, whatever its size. */
 const PER_KEY_MONTH = 80;
-const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const MONTH = '2026-11';
 const quiet = createLogger('bench-ledger', { level: 'error' });
-
-async function database(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `${prefix}_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = `postgres://postgres@127.0.0.1:5432/${name}`;
-  const store = openPostgresStore({ url, poolSize: 1 });
-  await store.migrate();
-  await store.close();
-  return {
-    url,
-    async drop() {
-      const a = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await a.connect();
-      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await a.end();
-    },
-  };
-}
 
 function record(i: number, tag: string): UsageRecord {
   const now = Date.now();
@@ -106,7 +84,7 @@ async function redisCpuSeconds(redis: Redis): Promise<number> {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function sinkFigures(): Promise<Record<string, number>> {
-  const db = await database('tintype_bench_ledger');
+  const db = await benchDatabase('tintype_bench_ledger', { migrate: true });
   const redis = new Redis(REDIS_URL);
   const stream = `bench:tintype:ledger:${randomBytes(6).toString('hex')}`;
   const pool = new pg.Pool({ connectionString: db.url, max: 1 });
@@ -211,7 +189,7 @@ async function monthReads(c: pg.Client, keys: number): Promise<{ p99: number; p5
 }
 
 async function yearFigures(): Promise<Record<string, number>> {
-  const db = await database('tintype_bench_ledger_year');
+  const db = await benchDatabase('tintype_bench_ledger_year', { migrate: true });
   const c = new pg.Client({ connectionString: db.url });
   await c.connect();
   try {

@@ -18,13 +18,12 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { createPolicy } from '../policy/authorize.ts';
 import { parsePlans } from '../policy/plans.ts';
 import { hashSecret, newSecret } from '../policy/secrets.ts';
-import { openPostgresStore } from '../policy/store/postgres.ts';
+import { benchDatabase, type BenchDatabase } from './database.ts';
 import { openRedisStore } from '../policy/store/redis/store.ts';
 import { LEDGER_GROUP, LEDGER_STREAM, startLedgerSink } from '../policy/ledger/index.ts';
 import { CLAIM_PATH, EXT_AUTHZ_PREFIX, LEASE_HEADER, SETTLE_PATH } from '../lib/policy-contract.ts';
@@ -87,17 +86,9 @@ interface Run {
 }
 
 /** A database of its own holding `secrets` as keys on the bench plan, migrated. */
-async function database(secrets: readonly string[]): Promise<{ name: string; url: string; drop(): Promise<void> }> {
-  const name = `tintype_scale_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = `postgres://postgres@127.0.0.1:5432/${name}`;
-  const store = openPostgresStore({ url, poolSize: 2 });
-  await store.migrate();
-  await store.close();
-  const c = new pg.Client({ connectionString: url });
+async function database(secrets: readonly string[]): Promise<BenchDatabase> {
+  const db = await benchDatabase('tintype_scale', { migrate: true });
+  const c = new pg.Client({ connectionString: db.url });
   await c.connect();
   for (let i = 0; i < secrets.length; i += 5_000) {
     const batch = secrets.slice(i, i + 5_000);
@@ -109,15 +100,7 @@ async function database(secrets: readonly string[]): Promise<{ name: string; url
     await c.query(`INSERT INTO api_keys (id, hash, name, plan, created_at, revoked_at) VALUES ${rows.join(', ')}`, values);
   }
   await c.end();
-  return {
-    name, url,
-    async drop() {
-      const a = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await a.connect();
-      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await a.end();
-    },
-  };
+  return db;
 }
 
 /** A policy process; started again when its start fails (a loaded machine can make its start-up read of 100,000 keys outlast a statement's budget). */

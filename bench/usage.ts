@@ -15,7 +15,6 @@
  *
  * `npm run bench -- usage [--sizes 1000000,10000000] [--keys 1000] [--stores sqlite,postgres]`
  */
-import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,7 +22,7 @@ import { parseArgs } from 'node:util';
 import Database from '../policy/store/sqlite-driver.ts';
 import pg from 'pg';
 import { BUILT_IN_PLANS } from '../policy/plans.ts';
-import { openPostgresStore } from '../policy/store/postgres.ts';
+import { benchDatabase } from './database.ts';
 import { openSqliteStore } from '../policy/store/sqlite.ts';
 import { postgresUsageReader } from '../policy/usage-postgres.ts';
 import type { UsageReader } from '../policy/usage-reader.ts';
@@ -46,7 +45,6 @@ const STORES = opts.stores.split(',') as Array<'sqlite' | 'postgres'>;
 const RUNS = Number(opts.runs);
 const MONTH = '2026-08';
 const BEFORE = '2026-07';
-const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /** `1m`, `10m`, `20k`: the size in a figure's name. */
 const label = (n: number): string => (n >= 1e6 ? `${n / 1e6}m` : `${n / 1e3}k`);
@@ -138,16 +136,8 @@ async function sqliteHome(dir: string): Promise<Home> {
 }
 
 async function postgresHome(): Promise<Home> {
-  const name = `tintype_bench_usage_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = `postgres://postgres@127.0.0.1:5432/${name}`;
-  const store = openPostgresStore({ url, poolSize: 1 });
-  await store.migrate();
-  await store.close();
-  const c = new pg.Client({ connectionString: url });
+  const db = await benchDatabase('tintype_bench_usage', { migrate: true });
+  const c = new pg.Client({ connectionString: db.url });
   await c.connect();
   // Bulk load only: foreign keys off for this session, no WAL for the ledger table.
   await c.query('SET session_replication_role = replica');
@@ -165,7 +155,7 @@ async function postgresHome(): Promise<Home> {
       SELECT ${recordSql(dialect, 'i', month, prefix)} FROM generate_series(${from}::bigint, ${to - 1}) i`);
   };
   return {
-    reader: postgresUsageReader(url),
+    reader: postgresUsageReader(db.url),
     async seed(from, to) {
       const last = Number((await c.query('SELECT coalesce(max(seq), 0) AS s FROM usage')).rows[0].s);
       await insert(from, to, MONTH, 'b');
@@ -182,10 +172,7 @@ async function postgresHome(): Promise<Home> {
     },
     async drop() {
       await c.end();
-      const a = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await a.connect();
-      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await a.end();
+      await db.drop();
     },
   };
 }
