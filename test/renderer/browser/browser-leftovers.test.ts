@@ -6,10 +6,8 @@
  * a process of its own that ends with it, so nothing of its bridge outlives it. Through the
  * launcher as the image runs it, and real Chromium.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import puppeteer, { type Browser } from 'puppeteer-core';
 import t from 'tap';
 import { findChromium } from '../../../renderer/browser/launcher/executable.ts';
@@ -17,9 +15,8 @@ import { systemOnlyFontsConfig } from '../../../renderer/browser/launcher/fontco
 import { parseStat } from '../../../renderer/browser/launcher/proc.ts';
 import { browserSwitches } from '../../../renderer/browser/pod-isolation.ts';
 import { connectSocketBrowser, launcherReport, maxFrameBytes } from '../../../renderer/browser/socket-transport.ts';
-import { alive, tempDir, until } from './helpers.ts';
+import { alive, runLauncher, tempDir, until } from './helpers.ts';
 
-const MAIN = fileURLToPath(new URL('../../../renderer/browser/launcher/main.ts', import.meta.url));
 
 /** A rule that turns every family into a monospace one: text measured in sans-serif widens. */
 const HOSTILE_FONTS_CONF = `<?xml version="1.0"?>
@@ -72,20 +69,8 @@ function plant(home: string): void {
 t.test('a fonts.conf planted wherever a browser could write changes no later render; each browser its own HOME, TMPDIR and process', async (t) => {
   const dir = tempDir(t, 'tintype-leftovers-');
   const socketPath = path.join(dir, 'cdp.sock');
-  let out = '';
-  const launcher = spawn(process.execPath, ['--import', 'tsx', MAIN], {
-    // HOME as the browser image sets it: the container's /tmp, shared by every browser.
-    env: { PATH: process.env['PATH']!, TMPDIR: dir, HOME: dir, TINTYPE_BROWSER_SOCKET: socketPath },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  launcher.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  launcher.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  const exited = new Promise<void>((r) => launcher.once('exit', () => r()));
-  t.teardown(async () => {
-    launcher.kill('SIGINT');
-    await exited;
-  });
-  await until(() => out.includes('"launcher.listening"') || launcher.exitCode !== null);
+  // HOME as the browser image sets it: the container's /tmp, shared by every browser.
+  const { child: launcher } = await runLauncher(t, { TMPDIR: dir, HOME: dir, TINTYPE_BROWSER_SOCKET: socketPath });
   t.equal(launcher.exitCode, null, 'the launcher listens');
   const open = async () => (await connectSocketBrowser(socketPath, browserSwitches('127.0.0.1:9'), maxFrameBytes(26_214_400))).browser;
 

@@ -3,11 +3,13 @@
  * opened only for the test's own site on 127.0.0.9 (GUARD_ALLOW_CIDRS), a resolver seam so
  * nothing leaves loopback, the site itself, a pool wired to both, and /proc readers.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Page } from 'puppeteer-core';
 import { createLogger, type Logger } from '../../../lib/log.ts';
 import { createGuard, DnsFailure, type Guard } from '../../../guard/index.ts';
@@ -256,4 +258,35 @@ export async function startCanary(t: Teardowns, host: string): Promise<{ port: n
   await new Promise<void>((r) => server.listen(0, host, r));
   t.teardown(() => new Promise<void>((r) => server.close(() => r())));
   return { port: (server.address() as net.AddressInfo).port, accepted: () => accepted };
+}
+
+/** The browser container's launcher, as the image starts it (renderer/browser/launcher/main.ts). */
+export const LAUNCHER_MAIN = fileURLToPath(new URL('../../../renderer/browser/launcher/main.ts', import.meta.url));
+
+/**
+ * Runs `argv` (the launcher itself by default, or a wrapper that ends in it) with PATH and `env`,
+ * collecting its output, stopped with SIGINT at teardown. Resolves once it listens or has exited:
+ * the caller judges `child.exitCode`.
+ */
+export async function runLauncher(
+  t: Teardowns,
+  env: Record<string, string>,
+  options: { argv?: string[]; cwd?: string } = {},
+): Promise<{ child: ChildProcess; out: () => string }> {
+  const argv = options.argv ?? [process.execPath, '--import', 'tsx', LAUNCHER_MAIN];
+  let out = '';
+  const child = spawn(argv[0]!, argv.slice(1), {
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+    env: { PATH: process.env['PATH']!, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  t.teardown(async () => {
+    child.kill('SIGINT');
+    await exited;
+  });
+  await until(() => out.includes('"launcher.listening"') || child.exitCode !== null);
+  return { child, out: () => out };
 }

@@ -10,15 +10,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { frame, FrameSplitter } from '../../../renderer/browser/launcher/framing.ts';
 import { refusedSwitch } from '../../../renderer/browser/launcher/switches.ts';
 import { browserSwitches } from '../../../renderer/browser/pod-isolation.ts';
 import { ServiceError } from '../../../lib/errors.ts';
-import { alive, html, inProcess, job, launchedPid, startGuard, startPool, startSite, tempDir, until, type Teardowns } from './helpers.ts';
+import { alive, html, inProcess, job, LAUNCHER_MAIN, launchedPid, runLauncher, startGuard, startPool, startSite, tempDir, until, type Teardowns } from './helpers.ts';
 
-const MAIN = fileURLToPath(new URL('../../../renderer/browser/launcher/main.ts', import.meta.url));
 
 /** A launcher started as the image starts it (no arguments), with `env`. */
 async function startLauncher(
@@ -28,21 +26,9 @@ async function startLauncher(
 ): Promise<{ socket: string; child: ChildProcess; out: () => string }> {
   const dir = tempDir(t, 'tintype-launcher-');
   const socket = at ?? path.join(dir, 'cdp.sock');
-  let out = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
-    env: { PATH: process.env['PATH']!, TMPDIR: dir, TINTYPE_BROWSER_SOCKET: socket, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  t.teardown(async () => {
-    child.kill('SIGINT');
-    await exited;
-  });
-  await until(() => out.includes('"launcher.listening"') || child.exitCode !== null);
-  if (child.exitCode !== null) throw new Error(`the launcher exited: ${out}`);
-  return { socket, child, out: () => out };
+  const { child, out } = await runLauncher(t, { TMPDIR: dir, TINTYPE_BROWSER_SOCKET: socket, ...env });
+  if (child.exitCode !== null) throw new Error(`the launcher exited: ${out()}`);
+  return { socket, child, out };
 }
 
 /** A connection speaking the launcher's framing: frames received so far, and how to send one. */
@@ -207,7 +193,7 @@ t.test('on SIGINT it stops at once: every Chromium killed', async (t) => {
 
 t.test("a renderer's own launcher (TINTYPE_BROWSER_STOP_WITH_STDIN) stops when its stdin ends, however the renderer ended", async (t) => {
   const dir = tempDir(t, 'tintype-launcher-');
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
+  const child = spawn(process.execPath, ['--import', 'tsx', LAUNCHER_MAIN], {
     env: { PATH: process.env['PATH']!, TMPDIR: dir, TINTYPE_BROWSER_SOCKET: path.join(dir, 'cdp.sock'), TINTYPE_BROWSER_STOP_WITH_STDIN: '1' },
     stdio: ['pipe', 'pipe', 'ignore'],
   });
@@ -227,7 +213,7 @@ t.test('without a socket to make, or a Chromium, it stops at once saying why', a
   const run = (env: Record<string, string>) =>
     new Promise<{ code: number | null; out: string }>((resolve) => {
       let out = '';
-      const child = spawn(process.execPath, ['--import', 'tsx', MAIN], { env: { PATH: process.env['PATH']!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', LAUNCHER_MAIN], { env: { PATH: process.env['PATH']!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
       child.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
       child.once('exit', (code) => resolve({ code, out }));
     });
@@ -241,7 +227,7 @@ t.test('without a socket to make, or a Chromium, it stops at once saying why', a
 
 t.test('self-contained: it imports only node: modules and its own folder (the browser image holds nothing else)', async (t) => {
   const { readdirSync } = await import('node:fs');
-  const dir = path.dirname(MAIN);
+  const dir = path.dirname(LAUNCHER_MAIN);
   for (const file of readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
     const text = readFileSync(path.join(dir, file), 'utf8');
     for (const m of text.matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)) {

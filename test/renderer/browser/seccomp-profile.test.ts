@@ -5,19 +5,18 @@
  * not name, and under which the launcher, run as a user that is not root, starts Chromium with its
  * own sandbox and renders.
  */
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { browserSwitches } from '../../../renderer/browser/pod-isolation.ts';
 import { connectSocketBrowser, maxFrameBytes } from '../../../renderer/browser/socket-transport.ts';
-import { tempDir, until, type Teardowns } from './helpers.ts';
+import { LAUNCHER_MAIN, runLauncher, tempDir, type Teardowns } from './helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const PROFILE = JSON.parse(readFileSync(path.join(ROOT, 'charts/tintype/files/seccomp/tintype-chromium.json'), 'utf8')) as Profile;
 const SOURCE = fileURLToPath(new URL('./seccomp-run.c', import.meta.url));
-const MAIN = path.join(ROOT, 'renderer/browser/launcher/main.ts');
 const LIBSECCOMP = ['/usr/lib/x86_64-linux-gnu/libseccomp.so.2', '/usr/lib/aarch64-linux-gnu/libseccomp.so.2', '/usr/lib64/libseccomp.so.2', '/usr/lib/libseccomp.so.2'].find(existsSync);
 /** The user the browser container runs as is not root; here, one that exists everywhere. */
 const NOBODY = 65534;
@@ -95,23 +94,10 @@ t.test('under the profile, as a user that is not root, the launcher starts Chrom
   const root = process.getuid?.() === 0;
   if (root) chownSync(dir, NOBODY, NOBODY);
   const socketPath = path.join(dir, 'cdp.sock');
-  const launcherArgv = [process.execPath, '--import', 'tsx', MAIN];
+  const launcherArgv = [process.execPath, '--import', 'tsx', LAUNCHER_MAIN];
   const argv = [...(root ? ['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups'] : []), run, lines, ...launcherArgv];
-  let out = '';
-  const launcher = spawn(argv[0]!, argv.slice(1), {
-    cwd: ROOT,
-    env: { PATH: process.env['PATH']!, TMPDIR: dir, HOME: dir, TINTYPE_BROWSER_SOCKET: socketPath },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  launcher.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  launcher.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  const exited = new Promise<void>((r) => launcher.once('exit', () => r()));
-  t.teardown(async () => {
-    launcher.kill('SIGINT');
-    await exited;
-  });
-  await until(() => out.includes('"launcher.listening"') || launcher.exitCode !== null);
-  t.equal(launcher.exitCode, null, `the launcher runs under it (${out.trim().split('\n').at(-1)})`);
+  const { child: launcher, out } = await runLauncher(t, { TMPDIR: dir, HOME: dir, TINTYPE_BROWSER_SOCKET: socketPath }, { argv, cwd: ROOT });
+  t.equal(launcher.exitCode, null, `the launcher runs under it (${out().trim().split('\n').at(-1)})`);
   const connected = await connectSocketBrowser(socketPath, browserSwitches('127.0.0.1:9'), maxFrameBytes(26_214_400));
   const { browser, launched } = connected;
   try {
