@@ -52,10 +52,13 @@ export function emptyDirFor(root: string, pod: string, volume: string, owner?: n
   return d;
 }
 
-/** Shell lines mounting `mounts` in a fresh mount namespace; /run is the container's own (empty) first. */
-export function mountLines(mounts: VolumeMount[]): string[] {
+/**
+ * Shell lines mounting `mounts` in a fresh mount namespace; /run is the container's own (empty)
+ * first, unless the caller has mounted it already (`runMounted`).
+ */
+export function mountLines(mounts: VolumeMount[], options: { runMounted?: boolean } = {}): string[] {
   const lines: string[] = [];
-  if (mounts.some((m) => m.mountPath.startsWith('/run/'))) lines.push('mount -t tmpfs -o mode=0755 tintype-run /run');
+  if (options.runMounted !== true && mounts.some((m) => m.mountPath.startsWith('/run/'))) lines.push('mount -t tmpfs -o mode=0755 tintype-run /run');
   for (const m of mounts) {
     lines.push(`mkdir -p '${m.mountPath}'`, `mount --bind '${m.dir}' '${m.mountPath}'`);
   }
@@ -79,12 +82,14 @@ export function browserContainerArgv(options: {
   const image = '/run/tintype-image';
   const script = [
     'set -e',
-    ...mountLines(options.mounts),
-    // What the image holds of this run: the compiled launcher and Node.
+    // What the image holds of this run: the compiled launcher and Node, bound before the volumes
+    // are mounted (an emptyDir at /tmp would hide a checkout, or its Node, kept under /tmp).
+    'mount -t tmpfs -o mode=0755 tintype-run /run',
     `mkdir -p ${image}/launcher`,
     `touch ${image}/node`,
     `mount --bind '${options.launcher}' ${image}/launcher`,
     `mount --bind '${process.execPath}' ${image}/node`,
+    ...mountLines(options.mounts, { runMounted: true }),
     'mount -t tmpfs -o mode=1777,size=256m tintype-shm /dev/shm',
     ...options.masked.map((d) => `if [ -d '${d}' ]; then mount -t tmpfs -o mode=0755,size=1m tintype-masked '${d}'; fi`),
     `exec setpriv --reuid=${options.uid} --regid=${options.uid} --clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all -- env -i ${Object.entries(
