@@ -7,12 +7,13 @@
 import type { UsageRecord } from '../store/store.ts';
 import type { Queryable } from './partitions.ts';
 
-/** Writes `records`; returns how many were new. */
+/** Writes `records`, in stream order (oldest first); returns how many were new. */
 export async function writeLedgerBatch(db: Queryable, records: readonly UsageRecord[]): Promise<number> {
   if (records.length === 0) return 0;
-  // One order for every writer: two batches holding some of the same leases never wait in a cycle.
-  const rs = [...records].sort((a, b) => (a.leaseId < b.leaseId ? -1 : a.leaseId > b.leaseId ? 1 : 0));
-  const col = <T>(f: (r: UsageRecord) => T): T[] => rs.map(f);
+  // Records go in as given: the sink gives them in stream order, which is one order for every
+  // writer (two batches holding some of the same leases never wait in a cycle), and the ledger's
+  // `seq` then keeps the order calls were settled in, which `usage` reads back.
+  const col = <T>(f: (r: UsageRecord) => T): T[] => records.map(f);
   const r = await db.query(
     `SELECT tintype_ledger_insert($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[],
       $8::boolean[], $9::text[], $10::bigint[], $11::bigint[]) AS n`,
