@@ -507,3 +507,17 @@ empty then, and no annotation is written.
 {{- define "tintype.hereText" -}}
 {{- if hasKey .peer "namespaceSelector" }}{{ include "tintype.namespaceText" .peer.namespaceSelector }}{{ else }}namespace {{ .namespace }}{{ end -}}
 {{- end -}}
+
+{{/*
+Whether the cache's Redis peer (renderers' egress) may pick the counters' Redis pods: both by
+selector, and the cache's labels all among the counters' (namespaces aside: said when in doubt).
+*/}}
+{{- define "tintype.cacheSelectsCounters" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- if not (or $np.redis.cidrs $np.counters.cidrs (default (dict) $np.redis.podSelector).matchExpressions) -}}
+{{- $counters := default (dict) (default (dict) $np.counters.podSelector).matchLabels -}}
+{{- $picks := true -}}
+{{- range $k, $v := default (dict) (default (dict) $np.redis.podSelector).matchLabels }}{{ if ne (toString (index $counters $k | default "")) (toString $v) }}{{ $picks = false }}{{ end }}{{ end -}}
+{{- if $picks }}true{{ end -}}
+{{- end -}}
+{{- end -}}
