@@ -5,7 +5,8 @@
  * names no Redis) in a pod of its own, and policy's, each in a network namespace that reaches
  * only what the rendered NetworkPolicies allow (wiring/pod-net.ts). PostgreSQL, the cache's Redis
  * and the counters' Redis are pods of their own relaying to this machine's PostgreSQL and to two
- * redis-server processes started here.
+ * redis-server processes started here; policy's URL names the counters' user docs/helm.md gives
+ * (its keys and commands only), and that Redis has no password-less default user.
  *
  * Then a key made in the policy pod (`tintype keys create`, its environment), one check, claim
  * and settle, and what each setting names was reached: the key's generation and the month's
@@ -50,6 +51,11 @@ const BACKENDS = {
   cache: { labels: { 'app.kubernetes.io/name': 'redis', 'app.kubernetes.io/instance': 'cache' }, port: 6379 },
   counters: { labels: { 'app.kubernetes.io/name': 'redis', 'app.kubernetes.io/instance': 'counters' }, port: 6379 },
 } as const;
+
+/** Policy's Redis user, as docs/helm.md "The meter on Redis" gives it: the counters' keys and commands only. */
+const COUNTERS_USER = 'tintype-counters';
+const COUNTERS_PASSWORD = randomBytes(12).toString('hex');
+const COUNTERS_ACL = `on >${COUNTERS_PASSWORD} resetkeys ~tintype:{k:* ~tintype:lease:* ~tintype:ledger ~tintype:expiry ~tintype:keys:* ~tintype:egress:* resetchannels -@all +@read +@write +@scripting +@connection -@dangerous +info +time`;
 
 const dir = mkdtempSync('/var/tmp/tintype-counters-wiring-');
 /** Where each pod sees this checkout (test/chart/wiring.test.ts says why outside /tmp). */
@@ -125,13 +131,18 @@ t.before(async () => {
   await admin.end();
   redises.cache = await startRedis();
   redises.counters = await startRedis();
+  // The user docs/helm.md gives policy, and no password-less default user.
+  const setup = new Redis(redises.counters.url);
+  await setup.call('ACL', 'SETUSER', COUNTERS_USER, ...COUNTERS_ACL.split(' '));
+  await setup.call('ACL', 'SETUSER', 'default', 'off');
+  setup.disconnect();
 
   const values = path.join(dir, 'counters-values.yaml');
   writeFileSync(values, [
     'secrets:',
     `  databaseUrl: postgres://postgres@postgresql:${BACKENDS.postgresql.port}/${DB}`,
     `  redisUrl: redis://cache:${BACKENDS.cache.port}`,
-    `  countersUrl: redis://counters:${BACKENDS.counters.port}`,
+    `  countersUrl: redis://${COUNTERS_USER}:${COUNTERS_PASSWORD}@counters:${BACKENDS.counters.port}`,
     `  leaseSigningKey: ${TEST_LEASE_ENV.TINTYPE_LEASE_SIGNING_KEY}`,
     `  leasePublicKeys: ${TEST_LEASE_ENV.TINTYPE_LEASE_PUBLIC_KEYS}`,
     `  guardTokenKey: ${TEST_LEASE_ENV.GUARD_TOKEN_KEY}`,
@@ -208,7 +219,7 @@ t.test('a key, a check, a claim and a settle: the meter in the counters Redis, t
   const key = /^secret: (\S+)$/m.exec(made)?.[1] ?? '';
   const keyId = /^id: (\S+)$/m.exec(made)?.[1] ?? '';
   t.ok(key !== '' && keyId !== '', 'tintype keys create in the policy pod');
-  const counters = new Redis(redises.counters!.url);
+  const counters = new Redis(redises.counters!.url, { username: COUNTERS_USER, password: COUNTERS_PASSWORD });
   const cache = new Redis(redises.cache!.url);
   t.teardown(() => { counters.disconnect(); cache.disconnect(); });
   t.equal(await counters.get(KEY_GENERATION), '1', "the key's creation moved the generation in the counters' Redis (TINTYPE_COUNTERS_URL reached)");
