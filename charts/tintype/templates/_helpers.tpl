@@ -503,6 +503,7 @@ empty then, and no annotation is written.
 {{- define "tintype.namespaceText" -}}
 {{- if or (default (dict) .).matchLabels (default (dict) .).matchExpressions }}namespaces {{ include "tintype.selectorText" . }}{{ else }}any namespace{{ end -}}
 {{- end -}}
+
 {{/* Where a "tintype.peerHere" peer is looked for, for NOTES: the release's namespace unless its namespaceSelector says. */}}
 {{- define "tintype.hereText" -}}
 {{- if hasKey .peer "namespaceSelector" }}{{ include "tintype.namespaceText" .peer.namespaceSelector }}{{ else }}namespace {{ .namespace }}{{ end -}}
