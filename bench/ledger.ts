@@ -7,14 +7,15 @@
  *   timed until every one is written. Baseline in the same run, on the same database: the same
  *   insert function given one record per transaction, as the PostgreSQL-only store's settle writes.
  * - Lag: events appended at `--rate` per second for `--seconds` while the sink runs; per event,
- *   from its XADD to the commit of its batch.
+ *   from its XADD to the commit of its batch. Rows per statement (per batch written) at that rate;
+ *   `--gather-ms` sets how long the sink gathers a batch (the sink's default unless given).
  * - Replay: the group set back to the stream's start and drained again; duplicate rows counted.
  * - `--year`: a ledger of `--year-rows` (10^8) records in 12 month partitions, loaded in bulk
  *   (generate_series into unlogged partitions). One key's month of records read (`--reads`
  *   random key-months, p99) at a tenth of the rows and at all of them, keys growing with the rows
  *   so a key's month holds about as many records at both sizes; then a month dropped.
  *
- * `npm run bench -- ledger [--quick] [--events N] [--rate N] [--seconds N] [--sinks N] [--year] [--year-rows N]`
+ * `npm run bench -- ledger [--quick] [--events N] [--rate N] [--seconds N] [--sinks N] [--gather-ms N] [--year] [--year-rows N]`
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -36,6 +37,7 @@ const { values: opts } = parseArgs({
     rate: { type: 'string' },
     seconds: { type: 'string' },
     sinks: { type: 'string', default: '1' },
+    'gather-ms': { type: 'string' },
     'baseline-events': { type: 'string' },
     year: { type: 'boolean', default: false },
     'year-rows': { type: 'string' },
@@ -48,6 +50,7 @@ const KEYS = Number(opts.keys);
 const RATE = Number(opts.rate ?? (quick ? 2_000 : 10_000));
 const SECONDS = Number(opts.seconds ?? (quick ? 2 : 10));
 const SINKS = Number(opts.sinks);
+const GATHER_MS = opts['gather-ms'] === undefined ? undefined : Number(opts['gather-ms']);
 const BASELINE_EVENTS = Number(opts['baseline-events'] ?? (quick ? 300 : 5_000));
 const YEAR_ROWS = Number(opts['year-rows'] ?? (quick ? 120_000 : 100_000_000));
 const READS = Number(opts.reads);
@@ -97,14 +100,17 @@ async function sinkFigures(): Promise<Record<string, number>> {
     await append(redis, stream, Array.from({ length: EVENTS }, (_, i) => record(i, 'bulk')));
     let written = 0;
     let lags: number[] | undefined;
-    const onCommit = (c: { inserted: number; lagsMs: number[] }) => {
+    let statements = 0;
+    const onCommit = (c: { read: number; rejected: number; inserted: number; lagsMs: number[] }) => {
       written += c.inserted;
       if (lags !== undefined) lags.push(...c.lagsMs);
+      if (c.read > c.rejected) statements++;
     };
     const redisCpu0 = await redisCpuSeconds(redis);
     const cpu0 = process.cpuUsage();
     t0 = performance.now();
-    const sinks = Array.from({ length: SINKS }, () => startLedgerSink({ redisUrl: REDIS_URL, databaseUrl: db.url, stream, logger: quiet, onCommit, blockMs: 100 }));
+    const sinks = Array.from({ length: SINKS }, () => startLedgerSink({ redisUrl: REDIS_URL, databaseUrl: db.url, stream, logger: quiet, onCommit, blockMs: 100,
+      ...(GATHER_MS === undefined ? {} : { gatherMs: GATHER_MS }) }));
     while (written < EVENTS) await sleep(5);
     const sinkRowsPerS = EVENTS / ((performance.now() - t0) / 1000);
     // CPU of the whole write: this process (the sinks), their PostgreSQL backends (opened by the
@@ -117,6 +123,7 @@ async function sinkFigures(): Promise<Record<string, number>> {
 
     // Lag at a steady rate, appended every 10 ms.
     lags = [];
+    statements = 0;
     let next = 0;
     const steady = Math.round(RATE * SECONDS);
     const start = performance.now();
@@ -131,6 +138,7 @@ async function sinkFigures(): Promise<Record<string, number>> {
     while (written < EVENTS + steady) await sleep(5);
     const lagP50 = percentile(lags, 50);
     const lagP99 = percentile(lags, 99);
+    const steadyStatements = statements;
     lags = undefined;
 
     // Replay the whole stream.
@@ -142,10 +150,12 @@ async function sinkFigures(): Promise<Record<string, number>> {
     if (Number(c.n) !== expected) throw new Error(`the ledger holds ${c.n} rows, not ${expected}`);
     console.log(`sink: ${round2(sinkRowsPerS)} rows/s with ${SINKS} sink(s) (${EVENTS} events); one record per transaction: ${round2(baselineRowsPerS)} rows/s`);
     console.log(`sink CPU: ${round2(cpuUsPerRow)} µs a row (node ${round2((nodeCpu.user + nodeCpu.system) / EVENTS)}, PostgreSQL ${round2((pgCpuS * 1e6) / EVENTS)}, Redis the rest): ${round2(1e6 / cpuUsPerRow)} rows per CPU second`);
-    console.log(`lag at ${RATE} events/s for ${SECONDS} s: p50 ${round2(lagP50)} ms, p99 ${round2(lagP99)} ms; duplicates after replaying the stream: ${Number(c.d)}`);
+    console.log(`lag at ${RATE} events/s for ${SECONDS} s: p50 ${round2(lagP50)} ms, p99 ${round2(lagP99)} ms; ${round2(steady / steadyStatements)} rows a statement ` +
+      `(${steadyStatements} statements); duplicates after replaying the stream: ${Number(c.d)}`);
     return {
       sink_rows_per_s: round2(sinkRowsPerS), sink_cpu_us_per_row: round2(cpuUsPerRow), sink_rows_per_cpu_s: round2(1e6 / cpuUsPerRow), baseline_rows_per_s: round2(baselineRowsPerS),
       sink_speedup: round2(sinkRowsPerS / baselineRowsPerS), sink_lag_p50_ms: round2(lagP50), sink_lag_p99_ms: round2(lagP99),
+      steady_rows_per_statement: round2(steady / steadyStatements), steady_statements_per_s: round2(steadyStatements / SECONDS),
       duplicates_after_replay: Number(c.d),
     };
   } finally {
@@ -233,7 +243,7 @@ const load = os.loadavg()[0]!;
 console.log(`load average at start: ${load.toFixed(2)}`);
 const figures = { ...(await sinkFigures()), ...(opts.year ? await yearFigures() : {}) };
 console.log(JSON.stringify({
-  bench: 'ledger', events: EVENTS, sinks: SINKS, rate: RATE, ...figures,
+  bench: 'ledger', events: EVENTS, sinks: SINKS, rate: RATE, gather_ms: GATHER_MS ?? 'default', ...figures,
   baseline: 'the same insert function, one record per transaction, same database, same run',
   load_average: round2(load), load_average_end: round2(os.loadavg()[0]!),
 }));
