@@ -10,9 +10,10 @@
  *   and catches up in batches when it is back;
  * - the stream is trimmed only below what every group acknowledged (stream.ts trimAcknowledged).
  * The consumers of a replica take turns reading: one reads while the others write. A read that
- * finds fewer entries than a batch keeps the turn and gathers more until its oldest entry is
- * `gatherMs` old or the batch is full, so a low rate is written in few statements of many rows
- * (each entry waits at most that long), and a backlog, whose entries are old, is not waited on.
+ * finds fewer than `gatherRows` entries keeps the turn and gathers more until it has them or its
+ * oldest entry is `gatherMs` old, so a low rate is written in few statements of many rows (each
+ * entry waits at most that long), a high one without waiting, and a backlog (old entries, full
+ * batches) is never waited on.
  * An event that is not a UsageRecord is logged by its stream id and acknowledged: it can never be
  * written, and holding it would stop the group.
  */
@@ -52,6 +53,8 @@ export interface LedgerSinkOptions {
   blockMs?: number;
   /** How long after its append an entry may wait for others to share its batch (its statement). */
   gatherMs?: number;
+  /** A batch of this many entries is written without waiting for more. */
+  gatherRows?: number;
   /** Another consumer's entries pending this long are taken over. */
   claimIdleMs?: number;
   /** Wait between attempts while Redis or PostgreSQL fails. */
@@ -68,7 +71,7 @@ export interface LedgerSink {
   drained(): Promise<void>;
 }
 
-const DEFAULTS = { consumers: 2, batchSize: 5_000, blockMs: 1_000, gatherMs: 500, claimIdleMs: 30_000, retryMs: 1_000, trimEveryMs: 10_000 };
+const DEFAULTS = { consumers: 2, batchSize: 5_000, blockMs: 1_000, gatherMs: 500, gatherRows: 1_000, claimIdleMs: 30_000, retryMs: 1_000, trimEveryMs: 10_000 };
 /** While gathering, the stream is read again this often (a few reads per batch, not one per entry). */
 const GATHER_STEP_MS = 50;
 /** A failing write is logged at its first failure, then at most this often. */
@@ -126,13 +129,13 @@ export function startLedgerSink(options: LedgerSinkOptions): LedgerSink {
     }
   };
 
-  /** A batch: a full one at once, or what arrives until its oldest entry is `gatherMs` old. Pending entries are not waited on. */
+  /** A batch: `gatherRows` entries or more at once, else what arrives until its oldest entry is `gatherMs` old. Pending entries are not waited on. */
   const gather = async (redis: Redis, g: GroupReader, fromPending: boolean): Promise<StreamEntry[]> => {
     const batch = await readGroup(redis, g, o.batchSize, o.blockMs, fromPending);
     if (fromPending || batch.length === 0) return batch;
     // Bounded by this clock too, should Redis's (the entry ids') run ahead of it.
     const until = Date.now() + Math.min(o.gatherMs, appendedAt(batch[0]!.id) + o.gatherMs - Date.now());
-    while (batch.length < o.batchSize && !stopping) {
+    while (batch.length < Math.min(o.gatherRows, o.batchSize) && !stopping) {
       const left = until - Date.now();
       if (left <= 0) break;
       await new Promise((resolve) => setTimeout(resolve, Math.min(left, GATHER_STEP_MS)));

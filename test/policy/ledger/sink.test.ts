@@ -52,11 +52,11 @@ t.test('duplicates appended and the whole stream replayed write each lease once,
   t.equal(await pending(h), 0, 'everything acknowledged');
 });
 
-t.test('a low rate is written in few statements: a batch is gathered until it is full, or for a bounded while', async (t) => {
+t.test('a low rate is written in few statements: a batch is gathered until it is large enough, or for a bounded while', async (t) => {
   const h = await ledgerHome(t);
   const batches: number[] = [];
-  // Gathering for ten minutes: only a full batch ends it here.
-  const s = sink(t, h, { batchSize: 20, gatherMs: 600_000, onCommit: (c) => batches.push(c.read) });
+  // Gathering for ten minutes: only twenty entries end it here.
+  const s = sink(t, h, { gatherRows: 20, gatherMs: 600_000, onCommit: (c) => batches.push(c.read) });
   for (const r of records(20, '2026-07')) {
     await h.append([r]);
     await new Promise((resolve) => setTimeout(resolve, 20));
