@@ -8,7 +8,7 @@
  *   insert function given one record per transaction, as the PostgreSQL-only store's settle writes.
  * - Lag: events appended at `--rate` per second for `--seconds` while the sink runs; per event,
  *   from its XADD to the commit of its batch. Rows per statement (per batch written) at that rate;
- *   `--gather-ms` sets how long the sink gathers a batch (the sink's default unless given).
+ *   `--consumers`, `--batch` and `--gather-ms` set the sink's options of those names (its defaults unless given).
  * - Replay: the group set back to the stream's start and drained again; duplicate rows counted.
  * - `--year`: a ledger of `--year-rows` (10^8) records in 12 month partitions, loaded in bulk
  *   (generate_series into unlogged partitions), then vacuumed as autovacuum keeps them (each
@@ -19,7 +19,7 @@
  *   baseline of the same run, the same reads with index-only scans off (each record read from
  *   the heap, as before migration 9). Then a month dropped.
  *
- * `npm run bench -- ledger [--quick] [--events N] [--rate N] [--seconds N] [--sinks N] [--gather-ms N] [--year] [--year-rows N]`
+ * `npm run bench -- ledger [--quick] [--events N] [--rate N] [--seconds N] [--sinks N] [--consumers N] [--batch N] [--gather-ms N] [--year] [--year-rows N]`
  */
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -42,6 +42,8 @@ const { values: opts } = parseArgs({
     seconds: { type: 'string' },
     sinks: { type: 'string', default: '1' },
     'gather-ms': { type: 'string' },
+    consumers: { type: 'string' },
+    batch: { type: 'string' },
     'baseline-events': { type: 'string' },
     year: { type: 'boolean', default: false },
     'year-rows': { type: 'string' },
@@ -54,7 +56,9 @@ const KEYS = Number(opts.keys);
 const RATE = Number(opts.rate ?? (quick ? 2_000 : 10_000));
 const SECONDS = Number(opts.seconds ?? (quick ? 2 : 10));
 const SINKS = Number(opts.sinks);
-const GATHER_MS = opts['gather-ms'] === undefined ? undefined : Number(opts['gather-ms']);
+/** Sink options given on the command line; the sink's defaults otherwise. */
+const SINK_OPTIONS = Object.fromEntries(([['gather-ms', 'gatherMs'], ['consumers', 'consumers'], ['batch', 'batchSize']] as const)
+  .filter(([flag]) => opts[flag] !== undefined).map(([flag, option]) => [option, Number(opts[flag])]));
 const BASELINE_EVENTS = Number(opts['baseline-events'] ?? (quick ? 300 : 5_000));
 const YEAR_ROWS = Number(opts['year-rows'] ?? (quick ? 120_000 : 100_000_000));
 const READS = Number(opts.reads);
@@ -113,8 +117,7 @@ async function sinkFigures(): Promise<Record<string, number>> {
     const redisCpu0 = await redisCpuSeconds(redis);
     const cpu0 = process.cpuUsage();
     t0 = performance.now();
-    const sinks = Array.from({ length: SINKS }, () => startLedgerSink({ redisUrl: REDIS_URL, databaseUrl: db.url, stream, logger: quiet, onCommit, blockMs: 100,
-      ...(GATHER_MS === undefined ? {} : { gatherMs: GATHER_MS }) }));
+    const sinks = Array.from({ length: SINKS }, () => startLedgerSink({ redisUrl: REDIS_URL, databaseUrl: db.url, stream, logger: quiet, onCommit, blockMs: 100, ...SINK_OPTIONS }));
     while (written < EVENTS) await sleep(5);
     const sinkRowsPerS = EVENTS / ((performance.now() - t0) / 1000);
     // CPU of the whole write: this process (the sinks), their PostgreSQL backends (opened by the
@@ -285,7 +288,7 @@ const load = os.loadavg()[0]!;
 console.log(`load average at start: ${load.toFixed(2)}`);
 const figures = { ...(await sinkFigures()), ...(opts.year ? await yearFigures() : {}) };
 console.log(JSON.stringify({
-  bench: 'ledger', events: EVENTS, sinks: SINKS, rate: RATE, gather_ms: GATHER_MS ?? 'default', ...figures,
+  bench: 'ledger', events: EVENTS, sinks: SINKS, rate: RATE, sink_options: SINK_OPTIONS, ...figures,
   baseline: 'the same insert function, one record per transaction, same database, same run',
   load_average: round2(load), load_average_end: round2(os.loadavg()[0]!),
 }));
