@@ -71,7 +71,7 @@ export interface LedgerSink {
   drained(): Promise<void>;
 }
 
-const DEFAULTS = { consumers: 2, batchSize: 5_000, blockMs: 1_000, gatherMs: 500, gatherRows: 1_000, claimIdleMs: 30_000, retryMs: 1_000, trimEveryMs: 10_000 };
+const DEFAULTS = { consumers: 2, batchSize: 5_000, blockMs: 1_000, gatherMs: 750, gatherRows: 1_000, claimIdleMs: 30_000, retryMs: 1_000, trimEveryMs: 10_000 };
 /** While gathering, the stream is read again this often (a few reads per batch, not one per entry). */
 const GATHER_STEP_MS = 50;
 /** A failing write is logged at its first failure, then at most this often. */
