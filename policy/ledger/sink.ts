@@ -9,6 +9,11 @@
  * - PostgreSQL down: entries stay in the stream (and pending), the sink retries every `retryMs`
  *   and catches up in batches when it is back;
  * - the stream is trimmed only below what every group acknowledged (stream.ts trimAcknowledged).
+ * The consumers of a replica take turns reading: one reads while the others write. A read that
+ * finds fewer than `gatherRows` entries keeps the turn and gathers more until it has them or its
+ * oldest entry is `gatherMs` old, so a low rate is written in few statements of many rows (each
+ * entry waits at most that long), a high one without waiting, and a backlog (old entries, full
+ * batches) is never waited on.
  * An event that is not a UsageRecord is logged by its stream id and acknowledged: it can never be
  * written, and holding it would stop the group.
  */
@@ -46,6 +51,10 @@ export interface LedgerSinkOptions {
   batchSize?: number;
   /** How long a read waits for new entries. */
   blockMs?: number;
+  /** How long after its append an entry may wait for others to share its batch (its statement). */
+  gatherMs?: number;
+  /** A batch of this many entries is written without waiting for more. */
+  gatherRows?: number;
   /** Another consumer's entries pending this long are taken over. */
   claimIdleMs?: number;
   /** Wait between attempts while Redis or PostgreSQL fails. */
@@ -62,7 +71,9 @@ export interface LedgerSink {
   drained(): Promise<void>;
 }
 
-const DEFAULTS = { consumers: 2, batchSize: 5_000, blockMs: 1_000, claimIdleMs: 30_000, retryMs: 1_000, trimEveryMs: 10_000 };
+const DEFAULTS = { consumers: 2, batchSize: 5_000, blockMs: 1_000, gatherMs: 750, gatherRows: 1_000, claimIdleMs: 30_000, retryMs: 1_000, trimEveryMs: 10_000 };
+/** While gathering, the stream is read again this often (a few reads per batch, not one per entry). */
+const GATHER_STEP_MS = 50;
 /** A failing write is logged at its first failure, then at most this often. */
 const WARN_EVERY_MS = 60_000;
 /** Consumers idle this long with nothing pending (killed replicas, their entries reclaimed) leave the group. */
@@ -84,6 +95,8 @@ export function startLedgerSink(options: LedgerSinkOptions): LedgerSink {
   let lastWarn = 0;
   let lastTrim = Date.now();
   const waiters: Array<{ upTo: string; resolve: () => void }> = [];
+  /** Settles when the consumer reading now is done: the next one's turn. */
+  let readTurn: Promise<void> = Promise.resolve();
 
   const settleWaiters = async (): Promise<void> => {
     if (waiters.length === 0) return;
@@ -101,6 +114,34 @@ export function startLedgerSink(options: LedgerSinkOptions): LedgerSink {
         w.resolve();
       }
     }
+  };
+
+  /** Runs `read` once the consumers before it have read (a failure passes the turn on too). */
+  const inTurn = async <T>(read: () => Promise<T>): Promise<T> => {
+    const before = readTurn;
+    let done!: () => void;
+    readTurn = new Promise<void>((resolve) => (done = resolve));
+    await before;
+    try {
+      return await read();
+    } finally {
+      done();
+    }
+  };
+
+  /** A batch: `gatherRows` entries or more at once, else what arrives until its oldest entry is `gatherMs` old. Pending entries are not waited on. */
+  const gather = async (redis: Redis, g: GroupReader, fromPending: boolean): Promise<StreamEntry[]> => {
+    const batch = await readGroup(redis, g, o.batchSize, o.blockMs, fromPending);
+    if (fromPending || batch.length === 0) return batch;
+    // Bounded by this clock too, should Redis's (the entry ids') run ahead of it.
+    const until = Date.now() + Math.min(o.gatherMs, appendedAt(batch[0]!.id) + o.gatherMs - Date.now());
+    while (batch.length < Math.min(o.gatherRows, o.batchSize) && !stopping) {
+      const left = until - Date.now();
+      if (left <= 0) break;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(left, GATHER_STEP_MS)));
+      batch.push(...(await readGroup(redis, g, o.batchSize - batch.length, 0, false)));
+    }
+    return batch;
   };
 
   /** One consumer of the group: a connection of its own for its blocking reads, its own pending entries. */
@@ -138,7 +179,7 @@ export function startLedgerSink(options: LedgerSinkOptions): LedgerSink {
           await write(got);
         }
       }
-      const batch = await readGroup(redis, g, o.batchSize, o.blockMs, fromPending);
+      const batch = await inTurn(() => gather(redis, g, fromPending));
       if (fromPending && batch.length === 0) fromPending = false;
       await write(batch);
       if (now - lastTrim >= o.trimEveryMs) {
@@ -173,7 +214,7 @@ export function startLedgerSink(options: LedgerSinkOptions): LedgerSink {
     redis.disconnect();
   };
 
-  // Each consumer reads its next batch from Redis while another's is written to PostgreSQL.
+  // Each consumer reads its next batch from Redis (in turn) while another's is written to PostgreSQL.
   const loops = Promise.all(Array.from({ length: o.consumers }, (_, i) => consume(`${base}-${i}`)));
 
   return {

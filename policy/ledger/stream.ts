@@ -52,12 +52,14 @@ export async function ensureGroup(redis: Redis, g: GroupReader): Promise<void> {
 /**
  * Up to `count` entries: this consumer's own pending ones first (`fromPending`: read before,
  * never acknowledged: a failed write, or a restart under the same name), else new ones, waiting
- * up to `blockMs` for some.
+ * up to `blockMs` for some (0: not waiting).
  */
 export async function readGroup(redis: Redis, g: GroupReader, count: number, blockMs: number, fromPending: boolean): Promise<StreamEntry[]> {
   const raw = fromPending
     ? await redis.xreadgroup('GROUP', g.group, g.consumer, 'COUNT', count, 'STREAMS', g.stream, '0')
-    : await redis.xreadgroup('GROUP', g.group, g.consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', g.stream, '>');
+    : blockMs > 0
+      ? await redis.xreadgroup('GROUP', g.group, g.consumer, 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', g.stream, '>')
+      : await redis.xreadgroup('GROUP', g.group, g.consumer, 'COUNT', count, 'STREAMS', g.stream, '>');
   const streams = raw as Array<[string, RawEntries]> | null;
   return entries(streams?.[0]?.[1]);
 }

@@ -25,6 +25,8 @@
 
 /** One lock id for making and dropping partitions, across every process ("tint" + 1). */
 const PARTITION_LOCK = 0x7469_6e75;
+/** A month's partition is vacuumed once this share of its rows is new (migration 9). */
+const VACUUM_INSERT_SCALE = 0.01;
 
 export const LEDGER_PG_MIGRATION = {
   version: 8,
@@ -142,5 +144,55 @@ export const LEDGER_PG_MIGRATION = {
       FROM usage_unpartitioned;
     DROP TABLE usage_unpartitioned;
     ANALYZE usage;
+  `,
+};
+
+/**
+ * Migration 9: a key's records read from the index alone (docs/operations.md "Reading usage").
+ * The ledger is written in time order, so a key's records of a month lie on as many heap pages
+ * as it has records; once the ledger outgrows memory each is a random read. `usage_key_read`
+ * (key, then settle order) holds every column a read returns, so a key's month is a few
+ * adjacent index pages in an index-only scan, in the order `usage` lists them. It replaces
+ * `usage_key` (one index per row written, as before, wider). An index-only scan skips the heap
+ * only for pages VACUUM has marked all-visible: each month's partition is vacuumed by autovacuum
+ * once 1% of its rows are new (autovacuum_vacuum_insert_scale_factor; 20% by default), so at
+ * most about 1% of a live month's records are read from the heap. Partitions made later get the
+ * same setting (tintype_ledger_partition).
+ */
+export const LEDGER_READ_PG_MIGRATION = {
+  version: 9,
+  sql: `
+    CREATE INDEX usage_key_read ON usage (key_id, seq)
+      INCLUDE (lease_id, operation, month, status, error, cache, metered, outcome, checked_at, recorded_at);
+    DROP INDEX usage_key;
+
+    CREATE OR REPLACE FUNCTION tintype_ledger_partition(p_month TEXT) RETURNS TEXT
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $fn$
+    DECLARE
+      p_name TEXT;
+    BEGIN
+      IF p_month IS NULL OR p_month !~ '^[0-9]{4}-(0[1-9]|1[0-2])$' THEN
+        RAISE EXCEPTION 'not a ledger month (YYYY-MM): %', p_month USING ERRCODE = '22023';
+      END IF;
+      p_name := 'usage_' || replace(p_month, '-', '_');
+      IF to_regclass(p_name) IS NOT NULL THEN RETURN p_name; END IF;
+      -- Two writers of the same new month: one makes it, the other finds it made.
+      PERFORM pg_advisory_xact_lock(${PARTITION_LOCK});
+      IF to_regclass(p_name) IS NOT NULL THEN RETURN p_name; END IF;
+      EXECUTE format('CREATE TABLE %I PARTITION OF usage FOR VALUES FROM (%L) TO (%L) WITH (autovacuum_vacuum_insert_scale_factor = ${VACUUM_INSERT_SCALE})',
+        p_name, p_month, to_char(to_date(p_month, 'YYYY-MM') + interval '1 month', 'YYYY-MM'));
+      RETURN p_name;
+    END
+    $fn$;
+
+    DO $do$
+    DECLARE
+      p_name TEXT;
+    BEGIN
+      FOR p_name IN SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'usage'::regclass LOOP
+        EXECUTE format('ALTER TABLE %I SET (autovacuum_vacuum_insert_scale_factor = ${VACUUM_INSERT_SCALE})', p_name);
+      END LOOP;
+    END
+    $do$;
   `,
 };

@@ -6,7 +6,7 @@
  * and only inserts a new lease), so no two transactions can wait on each other in a cycle.
  */
 import { EGRESS_PG_MIGRATION } from './egress-schema.ts';
-import { LEDGER_PG_MIGRATION } from './ledger-schema.ts';
+import { LEDGER_PG_MIGRATION, LEDGER_READ_PG_MIGRATION } from './ledger-schema.ts';
 
 export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   {
@@ -294,4 +294,5 @@ export const PG_MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   },
   EGRESS_PG_MIGRATION,
   LEDGER_PG_MIGRATION,
+  LEDGER_READ_PG_MIGRATION,
 ];

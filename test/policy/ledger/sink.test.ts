@@ -52,6 +52,27 @@ t.test('duplicates appended and the whole stream replayed write each lease once,
   t.equal(await pending(h), 0, 'everything acknowledged');
 });
 
+t.test('a low rate is written in few statements: a batch is gathered until it is large enough, or for a bounded while', async (t) => {
+  const h = await ledgerHome(t);
+  const batches: number[] = [];
+  // Gathering for ten minutes: only twenty entries end it here.
+  const s = sink(t, h, { gatherRows: 20, gatherMs: 600_000, onCommit: (c) => batches.push(c.read) });
+  for (const r of records(20, '2026-07')) {
+    await h.append([r]);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await s.drained();
+  t.same(batches, [20], 'twenty events appended one at a time: one batch, one statement, with both consumers reading');
+
+  const h2 = await ledgerHome(t);
+  const few: number[] = [];
+  const s2 = sink(t, h2, { gatherMs: 300, onCommit: (c) => few.push(c.read) });
+  for (const r of records(3, '2026-07')) await h2.append([r]);
+  await s2.drained();
+  t.same(await h2.counts(), { rows: 3, duplicates: 0 }, 'a batch that never fills is written once its oldest entry has waited');
+  t.equal(few.reduce((a, b) => a + b, 0), 3);
+});
+
 t.test('a sink killed (kill -9) with a batch in hand loses nothing: another takes its entries over', async (t) => {
   const h = await ledgerHome(t);
   await h.append(records(2_000, '2026-04'));
