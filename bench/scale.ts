@@ -29,6 +29,7 @@ import { LEDGER_GROUP, LEDGER_STREAM, startLedgerSink } from '../policy/ledger/i
 import { CLAIM_PATH, EXT_AUTHZ_PREFIX, LEASE_HEADER, SETTLE_PATH } from '../lib/policy-contract.ts';
 import { type PolicyProcess, startPolicyProcess } from '../test/policy/process.ts';
 import { startRedis } from '../test/e2e/reliability/instances.ts';
+import { TEST_RENDERER_AUTH } from '../test/lib/leases.ts';
 import { cpuSecondsOf, percentile, printMachine, round2 } from './machine.ts';
 
 const { values: opts } = parseArgs({
@@ -211,10 +212,10 @@ async function drive(kind: Kind, replicas: PolicyProcess[], workload: Workload, 
       }
       const body = (o: object) => JSON.stringify({ lease, ...o });
       const cb = body({});
-      const [cs] = await call(renderers, r.settlePort, CLAIM_PATH, { 'content-type': 'application/json', 'content-length': String(cb.length) }, cb);
+      const [cs] = await call(renderers, r.settlePort, CLAIM_PATH, { ...TEST_RENDERER_AUTH, 'content-type': 'application/json', 'content-length': String(cb.length) }, cb);
       const t2 = performance.now();
       const sb = body({ status: 200, cache: 'miss' });
-      const [ss] = await call(renderers, r.settlePort, SETTLE_PATH, { 'content-type': 'application/json', 'content-length': String(sb.length) }, sb);
+      const [ss] = await call(renderers, r.settlePort, SETTLE_PATH, { ...TEST_RENDERER_AUTH, 'content-type': 'application/json', 'content-length': String(sb.length) }, sb);
       const t3 = performance.now();
       if (cs !== 204 || ss !== 204) errors++;
       if (t0 < warmEnd) continue;
@@ -260,7 +261,7 @@ async function warm(replicas: PolicyProcess[], secrets: readonly string[]): Prom
         await Promise.all(Array.from({ length: Math.min(CONNECTIONS, WARM_KEYS - i) }, async (_, j) => {
           const [, lease] = await call(agent, r.port, `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${secrets[i + j]}` });
           const body = JSON.stringify({ lease, status: 200, cache: 'miss' });
-          if (lease !== undefined) await call(agent, r.settlePort, SETTLE_PATH, { 'content-type': 'application/json', 'content-length': String(body.length) }, body);
+          if (lease !== undefined) await call(agent, r.settlePort, SETTLE_PATH, { ...TEST_RENDERER_AUTH, 'content-type': 'application/json', 'content-length': String(body.length) }, body);
         }));
       }
     }
