@@ -1,8 +1,9 @@
 /**
  * The meter at scale (docs/performance.md "Scaling out"): check + claim + settle triples through
- * K = 1 and 3 real `bin/tintype policy` processes, on Redis counters beside PostgreSQL and, as the
- * baseline in the same run, on the PostgreSQL store alone; 100,000 keys, uniform and with one key
- * taking half the traffic (limits that do not bind). Machine CPU per render is summed from /proc
+ * K = 1, 2 and 3 real `bin/tintype policy` processes, on Redis counters beside PostgreSQL and, as
+ * the baseline in the same run, on the PostgreSQL store alone (both running at once, each workload
+ * driven through one store and then the other); 100,000 keys, uniform and with one key taking half
+ * the traffic (limits that do not bind). Machine CPU per render is summed from /proc
  * over every process of the meter: the policy processes, this run's redis-server and the
  * PostgreSQL backends serving this run's database (the driver's own CPU is not counted).
  * PostgreSQL's work is counted in transactions (pg_stat_database; each statement policy sends
@@ -48,6 +49,8 @@ const KEYS = QUICK ? 2_000 : Number(opts.keys);
 const WARMUP_MS = QUICK ? 300 : 1_500;
 const SINK_EVENTS = QUICK ? 5_000 : 100_000;
 const WARM_KEYS = QUICK ? 20 : 200;
+/** Policy replicas per run: K = 3 is the target's; 1 and 2 show what each replica more costs on this machine. */
+const REPLICAS = [1, 2, 3];
 const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const PLANS_DOC = {
   plans: {
@@ -337,42 +340,47 @@ await admin.connect();
 const runs: Run[] = [];
 let sink = { rowsPerSec: 0, duplicatesAfterReplay: 0 };
 let refusal = 0;
+const KINDS = ['postgres', 'redis'] as const;
+const dbs: Partial<Record<Kind, BenchDatabase>> = {};
 try {
-  for (const kind of ['postgres', 'redis'] as const) {
+  for (const kind of KINDS) {
     process.stdout.write(`${kind}: ${KEYS} keys…\n`);
-    const db = await database(secrets);
+    dbs[kind] = await database(secrets);
+  }
+  // Both stores' replicas run side by side and each workload is driven through one and then the
+  // other, so the two figures of a ratio are measured within seconds of each other on this shared
+  // machine, not minutes apart.
+  for (const replicas of REPLICAS) {
+    await redis.flushdb();
+    const fleets: Partial<Record<Kind, PolicyProcess[]>> = {};
     try {
-      for (const replicas of [1, 3]) {
-        if (kind === 'redis') await redis.flushdb();
-        const env: Record<string, string> = { DATABASE_URL: db.url, TINTYPE_PLANS: plansFile, TINTYPE_PG_POOL: '10', ...(kind === 'redis' ? { TINTYPE_COUNTERS_URL: countersUrl } : {}) };
-        const policies: PolicyProcess[] = [];
-        for (let i = 0; i < replicas; i++) policies.push(await startPolicy(env));
-        try {
-          for (const workload of ['uniform', 'hot', 'warm'] as const) {
-            if (workload === 'warm') {
-              await warm(policies, secrets);
-              // The warm-up's key reads are counted by pg_stat_database when a backend reports its
-              // statistics: an idle one within 10 s (PGSTAT_IDLE_INTERVAL); not inside the window.
-              await sleep(QUICK ? 0 : 11_000);
-            }
-            const r = await drive(kind, policies, workload, secrets, { admin, db: db.name, ...(kind === 'redis' ? { redis, redisPid: counters.pid()! } : {}) });
-            runs.push(r);
-            process.stdout.write(`${kind} K=${replicas} ${workload}: ${r.triplesPerSec} triples/s, check p50/p99 ${r.checkP50}/${r.checkP99} ms (others' p99 ${r.otherCheckP99}), claim ${r.claimP50}/${r.claimP99}, settle ${r.settleP50}/${r.settleP99}; CPU ${r.cpuMsPerRender} ms/render ${JSON.stringify(r.cpuMsByRole)}; PostgreSQL ${r.pgStatementsPerRender} tx/render; Redis ${r.redisCommandsPerRender} commands/render, ${r.redisRoundTripsPerStep} reads/step${r.sinkLagP99Ms === undefined ? '' : `; sink lag p99 ${r.sinkLagP99Ms} ms`}; errors ${r.errors}\n`);
-          }
-        } finally {
-          for (const p of policies) await p.kill('SIGTERM');
+      for (const kind of KINDS) {
+        const env: Record<string, string> = { DATABASE_URL: dbs[kind]!.url, TINTYPE_PLANS: plansFile, TINTYPE_PG_POOL: '10', ...(kind === 'redis' ? { TINTYPE_COUNTERS_URL: countersUrl } : {}) };
+        fleets[kind] = [];
+        for (let i = 0; i < replicas; i++) fleets[kind]!.push(await startPolicy(env));
+      }
+      for (const workload of ['uniform', 'hot', 'warm'] as const) {
+        if (workload === 'warm') {
+          for (const kind of KINDS) await warm(fleets[kind]!, secrets);
+          // The warm-up's key reads are counted by pg_stat_database when a backend reports its
+          // statistics: an idle one within 10 s (PGSTAT_IDLE_INTERVAL); not inside the window.
+          await sleep(QUICK ? 0 : 11_000);
+        }
+        for (const kind of KINDS) {
+          const r = await drive(kind, fleets[kind]!, workload, secrets, { admin, db: dbs[kind]!.name, ...(kind === 'redis' ? { redis, redisPid: counters.pid()! } : {}) });
+          runs.push(r);
+          process.stdout.write(`${kind} K=${replicas} ${workload}: ${r.triplesPerSec} triples/s, check p50/p99 ${r.checkP50}/${r.checkP99} ms (others' p99 ${r.otherCheckP99}), claim ${r.claimP50}/${r.claimP99}, settle ${r.settleP50}/${r.settleP99}; CPU ${r.cpuMsPerRender} ms/render ${JSON.stringify(r.cpuMsByRole)}; PostgreSQL ${r.pgStatementsPerRender} tx/render; Redis ${r.redisCommandsPerRender} commands/render, ${r.redisRoundTripsPerStep} reads/step${r.sinkLagP99Ms === undefined ? '' : `; sink lag p99 ${r.sinkLagP99Ms} ms`}; errors ${r.errors}\n`);
         }
       }
-      if (kind === 'redis') {
-        refusal = await refusalCpuMs(countersUrl, db.url, secrets[0]!);
-        sink = await sinkFigures(redis, countersUrl, db.url);
-        process.stdout.write(`refusal from memory: ${round3(refusal)} ms of policy CPU; sink ${sink.rowsPerSec} rows/s, ${sink.duplicatesAfterReplay} rows added by a replay\n`);
-      }
     } finally {
-      await db.drop();
+      for (const p of Object.values(fleets).flat()) await p.kill('SIGTERM');
     }
   }
+  refusal = await refusalCpuMs(countersUrl, dbs.redis!.url, secrets[0]!);
+  sink = await sinkFigures(redis, countersUrl, dbs.redis!.url);
+  process.stdout.write(`refusal from memory: ${round3(refusal)} ms of policy CPU; sink ${sink.rowsPerSec} rows/s, ${sink.duplicatesAfterReplay} rows added by a replay\n`);
 } finally {
+  for (const db of Object.values(dbs)) await db.drop();
   redis.disconnect();
   await admin.end();
   await counters.destroy();
@@ -397,6 +405,7 @@ process.stdout.write(JSON.stringify({
   cpu_ms_per_render: oursWarm.cpuMsPerRender,
   baseline_cpu_ms_per_render: baseWarm.cpuMsPerRender,
   cpu_ratio: round3(oursWarm.cpuMsPerRender / baseWarm.cpuMsPerRender),
+  cpu_ratio_by_replicas: Object.fromEntries(REPLICAS.map((k) => [k, round3(find('redis', k, 'warm').cpuMsPerRender / find('postgres', k, 'warm').cpuMsPerRender)])),
   cold_pg_statements_per_render: ours.pgStatementsPerRender,
   cold_redis_round_trips_per_step: ours.redisRoundTripsPerStep,
   cold_cpu_ms_per_render: ours.cpuMsPerRender,
@@ -409,5 +418,7 @@ process.stdout.write(JSON.stringify({
   sink_rows_per_s: sink.rowsPerSec,
   sink_lag_p99_ms: Math.max(...runs.filter((r) => r.sinkLagP99Ms !== undefined).map((r) => r.sinkLagP99Ms!)),
   duplicates_after_replay: sink.duplicatesAfterReplay,
+  // Calls answered anything but a grant, 204 claim and 204 settle (a run with many measured less than the meter's whole work).
+  errors: runs.reduce((n, r) => n + r.errors, 0),
   runs,
 }) + '\n');
