@@ -183,12 +183,11 @@ async function drive(kind: Kind, replicas: PolicyProcess[], workload: Workload, 
   const warmEnd = performance.now() + WARMUP_MS;
   const end = warmEnd + SECONDS * 1000;
   const pids = replicas.map((r) => r.pid);
-  let backends: number[] = [];
   const lags: number[] = [];
   const sample = async () => {
-    backends = await backendPids(meter.admin, meter.db);
+    const backends = await backendPids(meter.admin, meter.db);
     return {
-      policy: cpuOf(pids), redis: meter.redisPid === undefined ? 0 : cpuOf([meter.redisPid]), pg: cpuOf(backends),
+      policy: cpuOf(pids), redis: meter.redisPid === undefined ? 0 : cpuOf([meter.redisPid]), pg: new Map(backends.map((pid) => [pid, cpuOf([pid])])),
       tx: await transactions(meter.admin, meter.db), rs: meter.redis === undefined ? { commands: 0, reads: 0 } : await redisStats(meter.redis),
     };
   };
@@ -238,7 +237,10 @@ async function drive(kind: Kind, replicas: PolicyProcess[], workload: Workload, 
   const after = await sample();
   const b = await before;
   const n = Math.max(1, triples);
-  const cpu = { policy: after.policy - b.policy, redis: after.redis - b.redis, postgres: after.pg - b.pg };
+  // Per backend: one that ended meanwhile (a pool's idle connection closed) cannot be read at the end, and is left out rather than subtracted.
+  let pgCpu = 0;
+  for (const [pid, s] of after.pg) pgCpu += s - (b.pg.get(pid) ?? 0);
+  const cpu = { policy: after.policy - b.policy, redis: after.redis - b.redis, postgres: pgCpu };
   return {
     kind, replicas: replicas.length, workload, triples, errors,
     triplesPerSec: Math.round(triples / SECONDS),
