@@ -103,7 +103,7 @@ export function leaseSigner(privateKey: KeyObject, publicKeys: readonly KeyObjec
 }
 
 /** How many characters of tokens rememberVerified() holds at most (a few thousand leases). */
-export const REMEMBERED_LEASE_CHARS = 2 * 1024 * 1024;
+const REMEMBERED_LEASE_CHARS = 2 * 1024 * 1024;
 
 /**
  * The same signer, remembering the tokens it verified lately: policy verifies a lease on its
