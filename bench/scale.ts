@@ -1,8 +1,9 @@
 /**
  * The meter at scale (docs/performance.md "Scaling out"): check + claim + settle triples through
- * K = 1 and 3 real `bin/tintype policy` processes, on Redis counters beside PostgreSQL and, as the
- * baseline in the same run, on the PostgreSQL store alone; 100,000 keys, uniform and with one key
- * taking half the traffic (limits that do not bind). Machine CPU per render is summed from /proc
+ * K = 1, 2 and 3 real `bin/tintype policy` processes, on Redis counters beside PostgreSQL and, as
+ * the baseline in the same run, on the PostgreSQL store alone (both running at once, each workload
+ * driven through one store and then the other); 100,000 keys, uniform and with one key taking half
+ * the traffic (limits that do not bind). Machine CPU per render is summed from /proc
  * over every process of the meter: the policy processes, this run's redis-server and the
  * PostgreSQL backends serving this run's database (the driver's own CPU is not counted).
  * PostgreSQL's work is counted in transactions (pg_stat_database; each statement policy sends
@@ -29,6 +30,7 @@ import { LEDGER_GROUP, LEDGER_STREAM, startLedgerSink } from '../policy/ledger/i
 import { CLAIM_PATH, EXT_AUTHZ_PREFIX, LEASE_HEADER, SETTLE_PATH } from '../lib/policy-contract.ts';
 import { type PolicyProcess, startPolicyProcess } from '../test/policy/process.ts';
 import { startRedis } from '../test/e2e/reliability/instances.ts';
+import { TEST_RENDERER_AUTH } from '../test/lib/leases.ts';
 import { cpuSecondsOf, percentile, printMachine, round2 } from './machine.ts';
 
 const { values: opts } = parseArgs({
@@ -47,6 +49,8 @@ const KEYS = QUICK ? 2_000 : Number(opts.keys);
 const WARMUP_MS = QUICK ? 300 : 1_500;
 const SINK_EVENTS = QUICK ? 5_000 : 100_000;
 const WARM_KEYS = QUICK ? 20 : 200;
+/** Policy replicas per run: K = 3 is the target's; 1 and 2 show what each replica more costs on this machine. */
+const REPLICAS = [1, 2, 3];
 const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const PLANS_DOC = {
   plans: {
@@ -179,12 +183,11 @@ async function drive(kind: Kind, replicas: PolicyProcess[], workload: Workload, 
   const warmEnd = performance.now() + WARMUP_MS;
   const end = warmEnd + SECONDS * 1000;
   const pids = replicas.map((r) => r.pid);
-  let backends: number[] = [];
   const lags: number[] = [];
   const sample = async () => {
-    backends = await backendPids(meter.admin, meter.db);
+    const backends = await backendPids(meter.admin, meter.db);
     return {
-      policy: cpuOf(pids), redis: meter.redisPid === undefined ? 0 : cpuOf([meter.redisPid]), pg: cpuOf(backends),
+      policy: cpuOf(pids), redis: meter.redisPid === undefined ? 0 : cpuOf([meter.redisPid]), pg: new Map(backends.map((pid) => [pid, cpuOf([pid])])),
       tx: await transactions(meter.admin, meter.db), rs: meter.redis === undefined ? { commands: 0, reads: 0 } : await redisStats(meter.redis),
     };
   };
@@ -211,10 +214,10 @@ async function drive(kind: Kind, replicas: PolicyProcess[], workload: Workload, 
       }
       const body = (o: object) => JSON.stringify({ lease, ...o });
       const cb = body({});
-      const [cs] = await call(renderers, r.settlePort, CLAIM_PATH, { 'content-type': 'application/json', 'content-length': String(cb.length) }, cb);
+      const [cs] = await call(renderers, r.settlePort, CLAIM_PATH, { ...TEST_RENDERER_AUTH, 'content-type': 'application/json', 'content-length': String(cb.length) }, cb);
       const t2 = performance.now();
       const sb = body({ status: 200, cache: 'miss' });
-      const [ss] = await call(renderers, r.settlePort, SETTLE_PATH, { 'content-type': 'application/json', 'content-length': String(sb.length) }, sb);
+      const [ss] = await call(renderers, r.settlePort, SETTLE_PATH, { ...TEST_RENDERER_AUTH, 'content-type': 'application/json', 'content-length': String(sb.length) }, sb);
       const t3 = performance.now();
       if (cs !== 204 || ss !== 204) errors++;
       if (t0 < warmEnd) continue;
@@ -234,7 +237,10 @@ async function drive(kind: Kind, replicas: PolicyProcess[], workload: Workload, 
   const after = await sample();
   const b = await before;
   const n = Math.max(1, triples);
-  const cpu = { policy: after.policy - b.policy, redis: after.redis - b.redis, postgres: after.pg - b.pg };
+  // Per backend: one that ended meanwhile (a pool's idle connection closed) cannot be read at the end, and is left out rather than subtracted.
+  let pgCpu = 0;
+  for (const [pid, s] of after.pg) pgCpu += s - (b.pg.get(pid) ?? 0);
+  const cpu = { policy: after.policy - b.policy, redis: after.redis - b.redis, postgres: pgCpu };
   return {
     kind, replicas: replicas.length, workload, triples, errors,
     triplesPerSec: Math.round(triples / SECONDS),
@@ -260,7 +266,7 @@ async function warm(replicas: PolicyProcess[], secrets: readonly string[]): Prom
         await Promise.all(Array.from({ length: Math.min(CONNECTIONS, WARM_KEYS - i) }, async (_, j) => {
           const [, lease] = await call(agent, r.port, `${EXT_AUTHZ_PREFIX}/v1/pdf`, { authorization: `Bearer ${secrets[i + j]}` });
           const body = JSON.stringify({ lease, status: 200, cache: 'miss' });
-          if (lease !== undefined) await call(agent, r.settlePort, SETTLE_PATH, { 'content-type': 'application/json', 'content-length': String(body.length) }, body);
+          if (lease !== undefined) await call(agent, r.settlePort, SETTLE_PATH, { ...TEST_RENDERER_AUTH, 'content-type': 'application/json', 'content-length': String(body.length) }, body);
         }));
       }
     }
@@ -336,42 +342,47 @@ await admin.connect();
 const runs: Run[] = [];
 let sink = { rowsPerSec: 0, duplicatesAfterReplay: 0 };
 let refusal = 0;
+const KINDS = ['postgres', 'redis'] as const;
+const dbs: Partial<Record<Kind, BenchDatabase>> = {};
 try {
-  for (const kind of ['postgres', 'redis'] as const) {
+  for (const kind of KINDS) {
     process.stdout.write(`${kind}: ${KEYS} keys…\n`);
-    const db = await database(secrets);
+    dbs[kind] = await database(secrets);
+  }
+  // Both stores' replicas run side by side and each workload is driven through one and then the
+  // other, so the two figures of a ratio are measured within seconds of each other on this shared
+  // machine, not minutes apart.
+  for (const replicas of REPLICAS) {
+    await redis.flushdb();
+    const fleets: Partial<Record<Kind, PolicyProcess[]>> = {};
     try {
-      for (const replicas of [1, 3]) {
-        if (kind === 'redis') await redis.flushdb();
-        const env: Record<string, string> = { DATABASE_URL: db.url, TINTYPE_PLANS: plansFile, TINTYPE_PG_POOL: '10', ...(kind === 'redis' ? { TINTYPE_COUNTERS_URL: countersUrl } : {}) };
-        const policies: PolicyProcess[] = [];
-        for (let i = 0; i < replicas; i++) policies.push(await startPolicy(env));
-        try {
-          for (const workload of ['uniform', 'hot', 'warm'] as const) {
-            if (workload === 'warm') {
-              await warm(policies, secrets);
-              // The warm-up's key reads are counted by pg_stat_database when a backend reports its
-              // statistics: an idle one within 10 s (PGSTAT_IDLE_INTERVAL); not inside the window.
-              await sleep(QUICK ? 0 : 11_000);
-            }
-            const r = await drive(kind, policies, workload, secrets, { admin, db: db.name, ...(kind === 'redis' ? { redis, redisPid: counters.pid()! } : {}) });
-            runs.push(r);
-            process.stdout.write(`${kind} K=${replicas} ${workload}: ${r.triplesPerSec} triples/s, check p50/p99 ${r.checkP50}/${r.checkP99} ms (others' p99 ${r.otherCheckP99}), claim ${r.claimP50}/${r.claimP99}, settle ${r.settleP50}/${r.settleP99}; CPU ${r.cpuMsPerRender} ms/render ${JSON.stringify(r.cpuMsByRole)}; PostgreSQL ${r.pgStatementsPerRender} tx/render; Redis ${r.redisCommandsPerRender} commands/render, ${r.redisRoundTripsPerStep} reads/step${r.sinkLagP99Ms === undefined ? '' : `; sink lag p99 ${r.sinkLagP99Ms} ms`}; errors ${r.errors}\n`);
-          }
-        } finally {
-          for (const p of policies) await p.kill('SIGTERM');
+      for (const kind of KINDS) {
+        const env: Record<string, string> = { DATABASE_URL: dbs[kind]!.url, TINTYPE_PLANS: plansFile, TINTYPE_PG_POOL: '10', ...(kind === 'redis' ? { TINTYPE_COUNTERS_URL: countersUrl } : {}) };
+        fleets[kind] = [];
+        for (let i = 0; i < replicas; i++) fleets[kind]!.push(await startPolicy(env));
+      }
+      for (const workload of ['uniform', 'hot', 'warm'] as const) {
+        if (workload === 'warm') {
+          for (const kind of KINDS) await warm(fleets[kind]!, secrets);
+          // The warm-up's key reads are counted by pg_stat_database when a backend reports its
+          // statistics: an idle one within 10 s (PGSTAT_IDLE_INTERVAL); not inside the window.
+          await sleep(QUICK ? 0 : 11_000);
+        }
+        for (const kind of KINDS) {
+          const r = await drive(kind, fleets[kind]!, workload, secrets, { admin, db: dbs[kind]!.name, ...(kind === 'redis' ? { redis, redisPid: counters.pid()! } : {}) });
+          runs.push(r);
+          process.stdout.write(`${kind} K=${replicas} ${workload}: ${r.triplesPerSec} triples/s, check p50/p99 ${r.checkP50}/${r.checkP99} ms (others' p99 ${r.otherCheckP99}), claim ${r.claimP50}/${r.claimP99}, settle ${r.settleP50}/${r.settleP99}; CPU ${r.cpuMsPerRender} ms/render ${JSON.stringify(r.cpuMsByRole)}; PostgreSQL ${r.pgStatementsPerRender} tx/render; Redis ${r.redisCommandsPerRender} commands/render, ${r.redisRoundTripsPerStep} reads/step${r.sinkLagP99Ms === undefined ? '' : `; sink lag p99 ${r.sinkLagP99Ms} ms`}; errors ${r.errors}\n`);
         }
       }
-      if (kind === 'redis') {
-        refusal = await refusalCpuMs(countersUrl, db.url, secrets[0]!);
-        sink = await sinkFigures(redis, countersUrl, db.url);
-        process.stdout.write(`refusal from memory: ${round3(refusal)} ms of policy CPU; sink ${sink.rowsPerSec} rows/s, ${sink.duplicatesAfterReplay} rows added by a replay\n`);
-      }
     } finally {
-      await db.drop();
+      for (const p of Object.values(fleets).flat()) await p.kill('SIGTERM');
     }
   }
+  refusal = await refusalCpuMs(countersUrl, dbs.redis!.url, secrets[0]!);
+  sink = await sinkFigures(redis, countersUrl, dbs.redis!.url);
+  process.stdout.write(`refusal from memory: ${round3(refusal)} ms of policy CPU; sink ${sink.rowsPerSec} rows/s, ${sink.duplicatesAfterReplay} rows added by a replay\n`);
 } finally {
+  for (const db of Object.values(dbs)) await db.drop();
   redis.disconnect();
   await admin.end();
   await counters.destroy();
@@ -396,6 +407,7 @@ process.stdout.write(JSON.stringify({
   cpu_ms_per_render: oursWarm.cpuMsPerRender,
   baseline_cpu_ms_per_render: baseWarm.cpuMsPerRender,
   cpu_ratio: round3(oursWarm.cpuMsPerRender / baseWarm.cpuMsPerRender),
+  cpu_ratio_by_replicas: Object.fromEntries(REPLICAS.map((k) => [k, round3(find('redis', k, 'warm').cpuMsPerRender / find('postgres', k, 'warm').cpuMsPerRender)])),
   cold_pg_statements_per_render: ours.pgStatementsPerRender,
   cold_redis_round_trips_per_step: ours.redisRoundTripsPerStep,
   cold_cpu_ms_per_render: ours.cpuMsPerRender,
@@ -408,5 +420,7 @@ process.stdout.write(JSON.stringify({
   sink_rows_per_s: sink.rowsPerSec,
   sink_lag_p99_ms: Math.max(...runs.filter((r) => r.sinkLagP99Ms !== undefined).map((r) => r.sinkLagP99Ms!)),
   duplicates_after_replay: sink.duplicatesAfterReplay,
+  // Calls answered anything but a grant, 204 claim and 204 settle (a run with many measured less than the meter's whole work).
+  errors: runs.reduce((n, r) => n + r.errors, 0),
   runs,
 }) + '\n');

@@ -102,6 +102,37 @@ export function leaseSigner(privateKey: KeyObject, publicKeys: readonly KeyObjec
   };
 }
 
+/** How many characters of tokens rememberVerified() holds at most (a few thousand leases). */
+const REMEMBERED_LEASE_CHARS = 2 * 1024 * 1024;
+
+/**
+ * The same signer, remembering the tokens it verified lately: policy verifies a lease on its
+ * claim and again on its settle, and a token that verified once verifies again (the public keys
+ * in force are fixed for the process), so the second costs no signature check. Only tokens that
+ * verified are kept, the oldest forgotten first past `maxChars`.
+ */
+export function rememberVerified(signer: LeaseSigner, maxChars = REMEMBERED_LEASE_CHARS): LeaseSigner {
+  const known = new Map<string, LeaseClaims>();
+  let chars = 0;
+  return {
+    sign: signer.sign,
+    verify(token) {
+      const held = known.get(token);
+      if (held !== undefined) return { ...held };
+      const claims = signer.verify(token);
+      if (claims === undefined) return undefined;
+      known.set(token, claims);
+      chars += token.length;
+      for (const [old] of known) {
+        if (chars <= maxChars) break;
+        known.delete(old);
+        chars -= old.length;
+      }
+      return { ...claims };
+    },
+  };
+}
+
 /** A key's text as node:crypto reads it: PEM, or the base64 (or base64url) of its DER. */
 function keyBytes(text: string): { pem: string } | { der: Buffer } {
   if (text.includes('-----BEGIN')) return { pem: text };

@@ -6,11 +6,20 @@
  */
 type Labels = Record<string, string>;
 
+/** A label value with a character the exposition format escapes. */
+const ESCAPED = /[\\"\n]/;
+
+/** The labels as the exposition format writes them, names in order; built on every inc and observe, so a value is escaped only when it needs it. */
 function labelKey(labels: Labels): string {
-  return Object.keys(labels)
-    .sort()
-    .map((k) => `${k}="${String(labels[k]).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`)
-    .join(',');
+  const names = Object.keys(labels);
+  if (names.length > 1) names.sort();
+  let key = '';
+  for (const k of names) {
+    const v = String(labels[k]);
+    const text = ESCAPED.test(v) ? v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n') : v;
+    key += `${key === '' ? '' : ','}${k}="${text}"`;
+  }
+  return key;
 }
 
 function series(name: string, key: string, value: number): string {

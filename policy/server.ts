@@ -47,7 +47,7 @@ import { type SchemaWait, waitForSchema } from './store/schema.ts';
 import { ConfigError, perPeerConnections, requireLeaseSigningKey, requireRendererToken } from '../lib/config.ts';
 import { limitConnections } from '../lib/peers.ts';
 import { carriesRendererToken } from '../lib/renderer-token.ts';
-import { MAX_LEASE_CHARS, leaseSigner, type LeaseClaims } from '../lib/lease.ts';
+import { MAX_LEASE_CHARS, leaseSigner, rememberVerified, type LeaseClaims } from '../lib/lease.ts';
 import type { EgressPolicy } from '../lib/egress.ts';
 import { gracefulClose } from '../lib/graceful-close.ts';
 import { listen } from '../lib/listen.ts';
@@ -116,8 +116,8 @@ export function createPolicyServer(o: PolicyServerOptions): PolicyServer {
   const metrics = policyMetrics(o.registry);
   const policy = createPolicy({ store, plans, clock, leaseTtlMs: config.renderTimeoutMs + config.leaseGraceMs });
   // Leases go out signed with policy's private key, and are claimed and settled only with a
-  // signature a public key in force verifies (docs/architecture.md §4).
-  const leases = leaseSigner(requireLeaseSigningKey(config), config.leasePublicKeys);
+  // signature a public key in force verifies (docs/architecture.md §4; a settle's is remembered from its claim).
+  const leases = rememberVerified(leaseSigner(requireLeaseSigningKey(config), config.leasePublicKeys));
   // Keys' egress policies go into their leases; renders' guard decisions come back for the audit (docs/security.md).
   const egress = egressPolicies(store.egress, logger);
   const audit = auditWriter({ store: store.egress, leases, days: config.egressAuditDays, logger, registry: metrics.registry });

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import t from 'tap';
-import { leaseKeyText, leaseSigner, leaseVerifier, parseLeasePrivateKey, parseLeasePublicKey } from '../../lib/lease.ts';
+import { leaseKeyText, leaseSigner, leaseVerifier, parseLeasePrivateKey, parseLeasePublicKey, rememberVerified } from '../../lib/lease.ts';
 import { leavesLeaseOpen } from '../../lib/policy-contract.ts';
 
 const NEW = generateKeyPairSync('ed25519');
@@ -47,6 +47,30 @@ t.test('anything but a lease signed by a key in force is refused', async (t) => 
   for (const [name, token] of rows) t.equal(keys.verify(token), undefined, name);
   t.same(keys.verify(good), claims, 'the lease itself');
   t.same(leaseVerifier([NEW.publicKey]).verify(good), claims, 'and a renderer with the public key only');
+});
+
+t.test('a signer that remembers verified tokens answers as the signer does, checking a signature once per token it holds', async (t) => {
+  const signer = leaseSigner(NEW.privateKey);
+  let checked = 0;
+  const counted = { sign: signer.sign, verify: (token: string) => (checked++, signer.verify(token)) };
+  const good = signer.sign(claims);
+  const other = signer.sign({ ...claims, id: 'BBBBBBBBBBBBBBBBBBBBBB' });
+  const keys = rememberVerified(counted, good.length + other.length);
+  t.same(keys.verify(good), claims, 'a claim verifies it');
+  const held = keys.verify(good)!;
+  t.same(held, claims, 'its settle is answered the same');
+  t.equal(checked, 1, 'from memory');
+  held.keyId = 'key_other';
+  t.same(keys.verify(good), claims, 'what a caller does to its answer is not remembered');
+  const [id, , op, expiry, sig] = good.split('.') as [string, string, string, string, string];
+  t.equal(keys.verify([id, 'key_other', op, expiry, sig].join('.')), undefined, 'its signature on other claims is refused');
+  t.equal(keys.verify(leaseSigner(OLD.privateKey).sign(claims)), undefined, 'the same claims signed by a key not in force are refused');
+  t.equal(checked, 3, 'each checked');
+  t.same(keys.verify(other), { ...claims, id: 'BBBBBBBBBBBBBBBBBBBBBB' }, 'another lease');
+  t.same(keys.verify(signer.sign({ ...claims, id: 'CCCCCCCCCCCCCCCCCCCCCC' }))?.id, 'CCCCCCCCCCCCCCCCCCCCCC', 'and a third, past the bound');
+  checked = 0;
+  t.same(keys.verify(good), claims, 'the oldest, forgotten, still verifies');
+  t.equal(checked, 1, 'by its signature again');
 });
 
 t.test('a 503 leaves its lease open only on an attempt the edge may still retry', async (t) => {
