@@ -14,9 +14,9 @@
  */
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { Logger } from '../../lib/log.ts';
+import { connectRedis } from '../../lib/redis-connect.ts';
 import type { UsageRecord } from '../store/store.ts';
 import { LEDGER_FIELD, LEDGER_STREAM, parseLedgerEvent } from './event.ts';
 import { ack, appendedAt, compareIds, ensureGroup, fieldOf, groupInfo, readGroup, reclaim, trimAcknowledged, type GroupReader, type StreamEntry } from './stream.ts';
@@ -74,7 +74,7 @@ export function startLedgerSink(options: LedgerSinkOptions): LedgerSink {
   const group = o.group ?? LEDGER_GROUP;
   const base = o.consumer ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   // Commands fail fast so the loops decide when to retry. `control` never blocks: drained() and trimming.
-  const connect = () => new Redis(o.redisUrl, { maxRetriesPerRequest: 1 }).on('error', () => {});
+  const connect = () => connectRedis(o.redisUrl, { maxRetriesPerRequest: 1 }).on('error', () => {});
   const control = connect();
   const pool = new pg.Pool({ connectionString: o.databaseUrl, max: o.consumers, connectionTimeoutMillis: 5_000, statement_timeout: 60_000, idleTimeoutMillis: 30_000 });
   pool.on('error', () => {});

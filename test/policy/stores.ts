@@ -14,12 +14,24 @@ import { openSqliteStore } from '../../policy/store/sqlite.ts';
 import { openPostgresStore } from '../../policy/store/postgres.ts';
 import { openRedisStore } from '../../policy/store/redis/store.ts';
 import { startRedis } from '../e2e/reliability/instances.ts';
+import { startRedisCluster, type RedisCluster } from './redis-topology.ts';
 import type { PolicyStore } from '../../policy/store/store.ts';
 import { TEST_LEASE_ENV } from '../lib/leases.ts';
 
 export const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
-export type StoreKind = 'sqlite' | 'postgres' | 'redis';
+/** `redis-cluster`: the counters in a 3-master Redis Cluster, one per test process, emptied at each drop. */
+export type StoreKind = 'sqlite' | 'postgres' | 'redis' | 'redis-cluster';
+
+let cluster: Promise<RedisCluster> | undefined;
+
+/** The counters' Redis of a home: a server of its own, or this process's cluster. */
+async function countersOf(kind: StoreKind) {
+  if (kind === 'redis') return startRedis();
+  if (kind !== 'redis-cluster') return undefined;
+  const c = await (cluster ??= startRedisCluster());
+  return { url: c.url, pause: () => c.pause(), resume: () => c.resume(), destroy: () => c.flush() };
+}
 
 /** A place a store lives: open as many stores on it as a test needs (replicas), then drop it. */
 export interface StoreHome {
@@ -66,7 +78,7 @@ export async function storeHome(kind: StoreKind): Promise<StoreHome> {
     await admin.end();
   }
   const url = `postgres://postgres@127.0.0.1:5432/${name}`;
-  const redis = kind === 'redis' ? await startRedis() : undefined;
+  const redis = await countersOf(kind);
   const dropDatabase = async (): Promise<void> => {
     const a = new pg.Client({ connectionString: PG_ADMIN_URL });
     await a.connect();

@@ -7,7 +7,7 @@
  * (refusals.ts). Every closed lease with a record is one event on the ledger stream, appended
  * after the close; a repeated settle appends it again.
  */
-import { Redis, type Result } from 'ioredis';
+import type { Result } from 'ioredis';
 import pg from 'pg';
 import type { ClaimResult } from '../../../lib/policy-contract.ts';
 import { openPostgresStore } from '../postgres.ts';
@@ -28,6 +28,7 @@ import { LEDGER_STREAM } from '../../ledger/event.ts';
 import { startLedgerSink } from '../../ledger/sink.ts';
 import { ledgerWritten } from '../../ledger/written.ts';
 import { createLogger, type Logger } from '../../../lib/log.ts';
+import { connectRedis } from '../../../lib/redis-connect.ts';
 
 /** Moves whenever a key is made or revoked (key-cache.ts). */
 export const KEY_GENERATION = 'tintype:keys:generation';
@@ -94,7 +95,7 @@ export function openRedisStore(o: RedisStoreOptions): PolicyStore {
   // Seeds of months: off the checks' pool.
   const pool = new pg.Pool({ connectionString: o.databaseUrl, max: 2, idleTimeoutMillis: 30_000 });
   pool.on('error', () => {});
-  const redis = new Redis(o.countersUrl, {
+  const redis = connectRedis(o.countersUrl, {
     lazyConnect: false,
     maxRetriesPerRequest: 1,
     commandTimeout: o.commandTimeoutMs ?? STORE_BUDGET_MS - 500,
@@ -135,11 +136,23 @@ export function openRedisStore(o: RedisStoreOptions): PolicyStore {
   /** One round trip: the key's decision, the expiry schedule, and the lease's key for a settle that does not name it. */
   const decide = async (keyId: string, r: CheckRequest, l: Readonly<Limits>, seed: string) => {
     const p = keyPrefix(keyId);
+    const check = [`${p}s`, p, r.leaseId, r.operation, r.render ? 1 : 0, r.now, r.windowStart, r.month, r.expiresAt,
+      l.perMinute, l.monthlyQuota, l.concurrentRenders, seed, monthKeepMs(r.month, r.now), deadline()] as const;
+    const indexMs = Math.max(1, r.expiresAt - r.now) + CLOSED_LEASE_MEMORY_MS;
+    // Three keys in three slots: a Cluster's pipeline must stay on one node, so there the three
+    // go apart, at once (still one round trip, to up to three nodes).
+    if (redis.isCluster) {
+      const [d] = await Promise.all([
+        redis.tintypeCheck(...check),
+        redis.tintypeSchedule(EXPIRY_SCHEDULE, keyId, r.expiresAt, r.now),
+        redis.set(leaseIndex(r.leaseId), keyId, 'PX', indexMs),
+      ]);
+      return d;
+    }
     const [d] = answers(await redis.pipeline()
-      .tintypeCheck(`${p}s`, p, r.leaseId, r.operation, r.render ? 1 : 0, r.now, r.windowStart, r.month, r.expiresAt,
-        l.perMinute, l.monthlyQuota, l.concurrentRenders, seed, monthKeepMs(r.month, r.now), deadline())
+      .tintypeCheck(...check)
       .tintypeSchedule(EXPIRY_SCHEDULE, keyId, r.expiresAt, r.now)
-      .set(leaseIndex(r.leaseId), keyId, 'PX', Math.max(1, r.expiresAt - r.now) + CLOSED_LEASE_MEMORY_MS)
+      .set(leaseIndex(r.leaseId), keyId, 'PX', indexMs)
       .exec()) as [[string, number, number]];
     return d;
   };
@@ -227,10 +240,14 @@ export function openRedisStore(o: RedisStoreOptions): PolicyStore {
         const keyId = due[i]!;
         const p = keyPrefix(keyId);
         const [next, ...events] = await redis.tintypeExpire(`${p}s`, p, keyId, now, CLOSED_LEASE_MEMORY_MS);
-        const then = redis.pipeline();
-        for (const e of events) then.xadd(LEDGER_STREAM, '*', 'e', e);
-        then.tintypeReschedule(EXPIRY_SCHEDULE, keyId, due[i + 1]!, next ?? '');
-        answers(await then.exec());
+        // The stream and the schedule are two slots (two nodes of a Cluster): the events first,
+        // then the schedule, as one pipeline each.
+        if (events.length > 0) {
+          const append = redis.pipeline();
+          for (const e of events) append.xadd(LEDGER_STREAM, '*', 'e', e);
+          answers(await append.exec());
+        }
+        await redis.tintypeReschedule(EXPIRY_SCHEDULE, keyId, due[i + 1]!, next ?? '');
         n += events.length;
       }
       return n;
