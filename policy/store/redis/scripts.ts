@@ -10,7 +10,7 @@
  * - `l`  hash: open leases, lease id ▸ JSON {op, r (render 0/1), m (month), c (checked at), x (expires), cl (claimed 0/1)}.
  * - `e`  sorted set: open leases by expiry.
  * - `c`  hash: closed leases, lease id ▸ the UsageRecord JSON of the close ('' when nothing was
- *   recorded), kept CLOSED_LEASE_MEMORY_MS so a repeated settle answers `already` and appends
+ *   recorded), kept REDIS_CLOSED_LEASE_MEMORY_MS (store.ts) so a repeated settle answers `already` and appends
  *   its ledger event again; `ce` sorted set: closed leases by close time, for forgetting them.
  *
  * Keys a script builds from the prefix share the tag of the key it is given, so they are on the

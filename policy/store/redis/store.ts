@@ -12,7 +12,6 @@ import pg from 'pg';
 import type { ClaimResult } from '../../../lib/policy-contract.ts';
 import { openPostgresStore } from '../postgres.ts';
 import {
-  CLOSED_LEASE_MEMORY_MS,
   STORE_BUDGET_MS,
   type CheckRequest,
   type CheckResult,
@@ -44,6 +43,16 @@ export const EXPIRY_SCHEDULE = 'tintype:expiry';
 export const MONTH_KEEP_MS = 35 * 24 * 60 * 60 * 1000;
 /** How long a store with no sink of its own waits for the replicas' sinks before it reads the ledger. */
 const LEDGER_WAIT_MS = 10_000;
+/**
+ * How long a closed lease is remembered (its record kept, so a repeated settle answers `already`
+ * and appends its ledger event again): the renderer's settle retries span about 26 s after its
+ * first attempt (renderer/server/index.ts SETTLE_RETRY_MS waits, 7.7 s, and six attempts of
+ * lib/policy-poster.ts POLICY_CALL_TIMEOUT_MS, 3 s), and a lease closed by expiry is settled at
+ * most that long after its render ended, before its grace ran out. Twice that covers clocks a
+ * fraction of a second apart. Not the other stores' day: here each closed lease is memory
+ * (docs/operations.md "Stores": about 0.6 KB each, 400 MB at 10,000 calls/s).
+ */
+export const REDIS_CLOSED_LEASE_MEMORY_MS = 60_000;
 /** Keys swept per pass of expire(). */
 const SWEEP_KEYS = 500;
 
@@ -138,7 +147,7 @@ export function openRedisStore(o: RedisStoreOptions): PolicyStore {
     const p = keyPrefix(keyId);
     const check = [`${p}s`, p, r.leaseId, r.operation, r.render ? 1 : 0, r.now, r.windowStart, r.month, r.expiresAt,
       l.perMinute, l.monthlyQuota, l.concurrentRenders, seed, monthKeepMs(r.month, r.now), deadline()] as const;
-    const indexMs = Math.max(1, r.expiresAt - r.now) + CLOSED_LEASE_MEMORY_MS;
+    const indexMs = Math.max(1, r.expiresAt - r.now) + REDIS_CLOSED_LEASE_MEMORY_MS;
     // Three keys in three slots: a Cluster's pipeline must stay on one node, so there the three
     // go apart, at once (still one round trip, to up to three nodes).
     if (redis.isCluster) {
@@ -227,7 +236,7 @@ export function openRedisStore(o: RedisStoreOptions): PolicyStore {
       if (keyId === null) return 'unknown';
       const p = keyPrefix(keyId);
       const [result, event] = notLate(await redis.tintypeSettle(`${p}s`, p, keyId, s.leaseId, s.status ?? '', s.error ?? '', s.cache ?? '',
-        s.metered && s.recorded ? 1 : 0, s.recorded ? 1 : 0, s.now, CLOSED_LEASE_MEMORY_MS, deadline()));
+        s.metered && s.recorded ? 1 : 0, s.recorded ? 1 : 0, s.now, REDIS_CLOSED_LEASE_MEMORY_MS, deadline()));
       // After the close, not inside it (another slot). Lost with a replica killed in between,
       // it is appended again by the renderer's retry, which answers `already`.
       if (event !== '') await redis.xadd(LEDGER_STREAM, '*', 'e', event);
@@ -239,7 +248,7 @@ export function openRedisStore(o: RedisStoreOptions): PolicyStore {
       for (let i = 0; i + 1 < due.length; i += 2) {
         const keyId = due[i]!;
         const p = keyPrefix(keyId);
-        const [next, ...events] = await redis.tintypeExpire(`${p}s`, p, keyId, now, CLOSED_LEASE_MEMORY_MS);
+        const [next, ...events] = await redis.tintypeExpire(`${p}s`, p, keyId, now, REDIS_CLOSED_LEASE_MEMORY_MS);
         // The stream and the schedule are two slots (two nodes of a Cluster): the events first,
         // then the schedule, as one pipeline each.
         if (events.length > 0) {
