@@ -1,6 +1,6 @@
 /**
  * The counters store's memory of closed leases (docs/operations.md "Stores"): a repeated settle
- * within REDIS_CLOSED_LEASE_MEMORY_MS answers `already`, appends the lease's ledger event again
+ * within 60 s (REDIS_CLOSED_LEASE_MEMORY_MS, twice the renderer's settle retries) answers `already`, appends the lease's ledger event again
  * and writes no second ledger row; past it the lease is forgotten (its record gone from Redis)
  * and a settle is answered `unknown`.
  */
@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { createPolicy } from '../../policy/authorize.ts';
 import { createKey } from '../../policy/keys.ts';
 import { BUILT_IN_PLANS, type Plans } from '../../policy/plans.ts';
-import { keyPrefix, REDIS_CLOSED_LEASE_MEMORY_MS } from '../../policy/store/redis/store.ts';
+import { keyPrefix } from '../../policy/store/redis/store.ts';
 import { LEDGER_STREAM } from '../../policy/ledger/event.ts';
 import { fakeClock, storeHome } from './stores.ts';
 
@@ -38,7 +38,7 @@ t.test('a closed lease is remembered for the settle retries, then forgotten', as
 
   const lease = await granted();
   t.equal(await policy.settle({ lease, status: 200, cache: 'miss' }), 'settled');
-  clock.advance(REDIS_CLOSED_LEASE_MEMORY_MS - 1_000);
+  clock.advance(59_000);
   t.equal(await policy.settle({ lease, status: 200, cache: 'miss' }), 'already', 'a retry within the memory: already');
   t.equal(await policy.settle({ lease, status: 503, error: 'busy' }, k.id), 'already', 'also when it names the key');
   t.equal(await eventsOf(lease), 3, 'each repeat appends the event again (a close whose append was lost is healed so)');
