@@ -20,17 +20,27 @@ import { TEST_LEASE_ENV } from '../lib/leases.ts';
 
 export const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
-/** `redis-cluster`: the counters in a 3-master Redis Cluster, one per test process, emptied at each drop. */
+/**
+ * `redis-cluster`: the counters in a 3-master Redis Cluster of the home's own for as long as it
+ * lives, emptied at its drop and then lent to the process's next home (a cluster takes seconds
+ * to form; one home's ledger sinks must never read another's stream).
+ */
 export type StoreKind = 'sqlite' | 'postgres' | 'redis' | 'redis-cluster';
 
-let cluster: Promise<RedisCluster> | undefined;
+const idleClusters: RedisCluster[] = [];
 
-/** The counters' Redis of a home: a server of its own, or this process's cluster. */
+/** The counters' Redis of a home: a server of its own, or a cluster lent to it. */
 async function countersOf(kind: StoreKind) {
   if (kind === 'redis') return startRedis();
   if (kind !== 'redis-cluster') return undefined;
-  const c = await (cluster ??= startRedisCluster());
-  return { url: c.url, pause: () => c.pause(), resume: () => c.resume(), destroy: () => c.flush() };
+  const c = idleClusters.pop() ?? await startRedisCluster();
+  return {
+    url: c.url, pause: () => c.pause(), resume: () => c.resume(),
+    async destroy() {
+      await c.flush();
+      idleClusters.push(c);
+    },
+  };
 }
 
 /** A place a store lives: open as many stores on it as a test needs (replicas), then drop it. */
