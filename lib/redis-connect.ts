@@ -110,10 +110,12 @@ export function connectRedis(url: string, options: RedisOptions = {}): RedisClie
       reconnectOnError: (err) => err.message.startsWith('READONLY'),
     });
   }
-  const { lazyConnect, enableOfflineQueue, ...nodeOptions } = options;
+  // What a cluster decides for itself (it queues, connects and batches per node), the rest each node's.
+  const { lazyConnect, enableOfflineQueue, enableAutoPipelining, ...nodeOptions } = options;
   return new Cluster(target.nodes, {
     ...(lazyConnect === undefined ? {} : { lazyConnect }),
     ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+    ...(enableAutoPipelining === undefined ? {} : { enableAutoPipelining }),
     redisOptions: { ...nodeOptions, ...auth, ...tls },
   });
 }
