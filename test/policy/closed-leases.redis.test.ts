@@ -10,7 +10,8 @@ import { createPolicy } from '../../policy/authorize.ts';
 import { createKey } from '../../policy/keys.ts';
 import { BUILT_IN_PLANS, type Plans } from '../../policy/plans.ts';
 import { keyPrefix } from '../../policy/store/redis/store.ts';
-import { LEDGER_STREAM } from '../../policy/ledger/event.ts';
+import { LEDGER_STREAM, parseLedgerEvent } from '../../policy/ledger/event.ts';
+import type { UsageRecord } from '../../policy/store/store.ts';
 import { fakeClock, storeHome } from './stores.ts';
 
 const PLANS: Plans = { ...BUILT_IN_PLANS, wide: { monthlyQuota: 1_000, perMinute: 1_000, concurrentRenders: 10 } };
@@ -33,15 +34,18 @@ t.test('a closed lease is remembered for the settle retries, then forgotten', as
     if (!d.allow) throw new Error('not granted');
     return d.leaseId;
   };
-  const eventsOf = async (lease: string): Promise<number> =>
-    (await redis.xrange(LEDGER_STREAM, '-', '+')).filter(([, f]) => (JSON.parse(f[1]!) as { leaseId: string }).leaseId === lease).length;
+  const eventsOf = async (lease: string): Promise<UsageRecord[]> =>
+    (await redis.xrange(LEDGER_STREAM, '-', '+')).map(([, f]) => parseLedgerEvent(f[1]!)!).filter((r) => r.leaseId === lease);
 
   const lease = await granted();
   t.equal(await policy.settle({ lease, status: 200, cache: 'miss' }), 'settled');
   clock.advance(59_000);
   t.equal(await policy.settle({ lease, status: 200, cache: 'miss' }), 'already', 'a retry within the memory: already');
   t.equal(await policy.settle({ lease, status: 503, error: 'busy' }, k.id), 'already', 'also when it names the key');
-  t.equal(await eventsOf(lease), 3, 'each repeat appends the event again (a close whose append was lost is healed so)');
+  const events = await eventsOf(lease);
+  t.equal(events.length, 3, 'each repeat appends the event again (a close whose append was lost is healed so)');
+  t.match(events[0], { leaseId: lease, keyId: k.id, operation: 'pdf', month: '2026-06', status: 200, cache: 'miss', metered: true, outcome: 'settled' });
+  t.same(events[2], events[0], 'the same record each time, rebuilt from what the close kept');
   const rows = (await store.usage(k.id)).filter((r) => r.leaseId === lease);
   t.equal(rows.length, 1, 'one ledger row: the sink writes a lease once');
   t.equal(await store.monthUsed(k.id, '2026-06'), 1, 'metered once');
