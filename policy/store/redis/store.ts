@@ -50,7 +50,7 @@ const LEDGER_WAIT_MS = 10_000;
  * lib/policy-poster.ts POLICY_CALL_TIMEOUT_MS, 3 s), and a lease closed by expiry is settled at
  * most that long after its render ended, before its grace ran out. Twice that covers clocks a
  * fraction of a second apart. Not the other stores' day: here each closed lease is memory
- * (docs/operations.md "Stores": about 0.5 KB each, 300 MB at 10,000 calls/s).
+ * (docs/operations.md "Stores": about 0.4 KB each, 250 MB at 10,000 calls/s).
  */
 export const REDIS_CLOSED_LEASE_MEMORY_MS = 60_000;
 /** Keys swept per pass of expire(). */
