@@ -22,7 +22,8 @@
 # Out ($OUT, default $TINTYPE_IMAGE_CACHE/out): oci/ (an OCI layout of every image, kept between
 # runs so unchanged layers are not compressed again), per target
 # <target>/ (the root filesystem), <target>.config.json, <target>.sbom.cdx.json,
-# <target>.provenance.json, <target>.digest; images.txt (one line per image: tags, digest).
+# <target>.provenance.json, <target>.digest; images.txt (one line per image: tags, digest); with
+# --arm64, $OUT/arm64/ and per target <target>.index.digest, the index over both architectures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -56,7 +57,7 @@ t0=$(date +%s)
 
 # The builder's tools, from Debian, as scripts/setup.sh installs the test's packages.
 tools=(buildah mmdebstrap umoci uidmap)
-[ "$arm64" -eq 0 ] || tools+=(qemu-user-static)
+[ "$arm64" -eq 0 ] || tools+=(qemu-user-static skopeo)
 missing=()
 for pkg in "${tools[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
@@ -206,18 +207,6 @@ for target in "${TARGETS[@]}"; do
   ' "$OUT" "$target" "$VERSION" "$REVISION" "$DIRTY" "$CREATED" "$NODE_IMAGE" "$BUILD_IMAGE" "$chromium"
   echo "localhost/$target:$VERSION localhost/$target:$VERSION-${REVISION:0:12} $(cat "$OUT/$target.digest")" >> "$OUT/images.txt"
 done
-# What no image of the layout refers to any more (a previous run's layers) goes.
-"$node" --input-type=module -e '
-  import { readdirSync, readFileSync, rmSync } from "node:fs";
-  const dir = process.argv[1];
-  const blob = (d) => `${dir}/blobs/${d.replace(":", "/")}`;
-  const keep = new Set();
-  for (const m of JSON.parse(readFileSync(`${dir}/index.json`, "utf8")).manifests) {
-    const manifest = JSON.parse(readFileSync(blob(m.digest), "utf8"));
-    for (const d of [m.digest, manifest.config.digest, ...manifest.layers.map((l) => l.digest)]) keep.add(blob(d));
-  }
-  for (const f of readdirSync(`${dir}/blobs/sha256`)) if (!keep.has(`${dir}/blobs/sha256/${f}`)) rmSync(`${dir}/blobs/sha256/${f}`);
-' "$OUT/oci"
 # Every production npm package is named by the SBOM of the image that holds them all.
 "$node" scripts/images/sbom.mjs check "$OUT"/*.sbom.cdx.json
 "$node" scripts/images/sbom.mjs check --lock package-lock.json "$OUT/tintype.sbom.cdx.json" "$OUT/tintype-all.sbom.cdx.json"
@@ -264,9 +253,19 @@ if [ "$arm64" -eq 1 ]; then
   for target in "${TARGETS[@]}"; do
     chromium=$(chromium_in "$OUT/arm64/$target")
     echo "build-images: $target arm64 $(mb "$(du -sb "$OUT/arm64/$target" | cut -f1)") MB, $(cat "$OUT/arm64/$target.digest"), Chromium ${chromium:-none}"
+    # One index over both, so one tag serves each node its architecture; read back by skopeo, the
+    # tool that pushes it (docs/helm.md "The images").
+    "$node" scripts/images/oci-layout.mjs index "$OUT/oci" "$target-multiarch" "$target" "$target-arm64" > "$OUT/$target.index.digest"
+    rm -rf "$work/copied"
+    skopeo copy --quiet --all "oci:$OUT/oci:$target-multiarch" "dir:$work/copied" > /dev/null
+    echo "build-images: $target index of linux/amd64 and linux/arm64: $(cat "$OUT/$target.index.digest")"
   done
+  rm -rf "$work/copied"
   stamp "arm64 images in $(( $(date +%s) - t1 )) s"
 fi
+
+# What nothing named in the layout reaches any more (a previous run's layers) goes.
+"$node" scripts/images/oci-layout.mjs gc "$OUT/oci"
 
 [ "$run" -eq 1 ] || exit 0
 test/chart/image/run-roles.sh "$OUT"

@@ -5,6 +5,7 @@
  */
 import ipaddr from 'ipaddr.js';
 import type { K8sObject } from '../helm.ts';
+import type { Path } from './wiring/pod-net.ts';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 export interface Endpoint {
@@ -67,4 +68,19 @@ export function allowed(policies: K8sObject[], namespace: Record<string, string>
       }));
   };
   return side(from, 'Egress', to) && side(to, 'Ingress', from);
+}
+
+/**
+ * The TCP paths the policies open between endpoints by name, on each port the one reached listens
+ * on (`ports`); with `only`, the paths it is an end of.
+ */
+export function openPaths(policies: K8sObject[], namespace: Record<string, string>, endpoints: Record<string, Endpoint>, ports: Record<string, number[]>, only?: string): Path[] {
+  const paths: Path[] = [];
+  for (const from of Object.keys(endpoints)) {
+    for (const to of Object.keys(ports)) {
+      if (from === to || (only !== undefined && from !== only && to !== only)) continue;
+      for (const port of ports[to]!) if (allowed(policies, namespace, endpoints[from]!, endpoints[to]!, port)) paths.push({ from, to, port });
+    }
+  }
+  return paths;
 }

@@ -55,7 +55,7 @@ function resolvedEnv(c: any, objects: K8sObject[]): Record<string, string> {
     else if (e.valueFrom?.secretKeyRef) {
       const s = secrets.get(e.valueFrom.secretKeyRef.name);
       // An existing Secret (made outside the chart): stand in a well-formed value.
-      out[e.name] = s?.[e.valueFrom.secretKeyRef.key] ?? ({ DATABASE_URL: 'postgres://u@db/t', REDIS_URL: 'redis://r:6379', ...TEST_LEASE_ENV } as Record<string, string>)[e.name] ?? 'x';
+      out[e.name] = s?.[e.valueFrom.secretKeyRef.key] ?? ({ DATABASE_URL: 'postgres://u@db/t', REDIS_URL: 'redis://r:6379', TINTYPE_COUNTERS_URL: 'rediss://counters:6380', ...TEST_LEASE_ENV } as Record<string, string>)[e.name] ?? 'x';
     } else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.namespace') out[e.name] = NAMESPACE;
     else if (e.valueFrom?.fieldRef?.fieldPath === 'metadata.name') out[e.name] = 'pod-0';
     else throw new Error(`${e.name}: a source this test does not resolve`);

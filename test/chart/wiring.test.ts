@@ -30,17 +30,16 @@
  * answer but 200 or 503 busy with retry-after, no render but 200, and the ledger meters exactly
  * the 200s delivered. test/chart/rollout.test.ts proves the same on one machine, with controls.
  */
-import { type ChildProcess, execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import t from 'tap';
 import { NAMESPACE, ROOT, render, type K8sObject } from '../helm.ts';
-import { allowed, type Endpoint } from './network-policy-eval.ts';
+import { openPaths as openPathsBetween, type Endpoint } from './network-policy-eval.ts';
 import { createPodNet, podNetAddresses, type Path, type PodNet } from './wiring/pod-net.ts';
 import { tintypeImageConfigs } from './tintype-image.ts';
 import { podPlans, projectConfigMaps, containerEnv, type PodPlan } from './wiring/pods.ts';
@@ -49,6 +48,7 @@ import { processTree } from '../../renderer/browser/process-tree.ts';
 import { CLAIM_PATH, LEASE_HEADER, SETTLE_PATH } from '../../lib/policy-contract.ts';
 import { DEFAULT_POLICY_SETTLE_PORT } from '../../policy/server.ts';
 import { runMigrationJob } from './wiring/migrate.ts';
+import { connectFrom, podProcesses, RELAY_JS, tintypeArgv, type Proc } from './wiring/pod-process.ts';
 import { ADMIN_SOCKET_NAME, METRICS_PATH, READY_PATH } from '../../lib/admin.ts';
 import { STATE_PATH } from '../../lib/state-contract.ts';
 import { RATELIMIT_LIMIT_HEADER } from '../../lib/policy-contract.ts';
@@ -86,17 +86,6 @@ const READY_WITHIN_MS = 180_000;
  */
 const NEW_RENDERER_SERVES_WITHIN_MS = 60_000;
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47]);
-/** A TCP relay from `host:port` in a namespace to a unix socket of the machine (no tsx: quick to start). */
-const RELAY_JS = "const net=require('net');const [h,p,s]=process.argv.slice(1);net.createServer(c=>{const u=net.connect(s);c.pipe(u).pipe(c);const e=()=>{c.destroy();u.destroy()};for(const x of [c,u]){x.on('error',e);x.on('close',e)}}).listen(+p,h,()=>console.log('relay.ready'))";
-
-interface Proc {
-  name: string;
-  child: ChildProcess;
-  output(): string;
-  waitFor(re: RegExp): Promise<void>;
-  exited: Promise<number | null>;
-}
-
 // Outside /tmp: each pod mounts a /tmp of its own, and must still see the `tintype` link, the
 // projected volumes and the backends' sockets here.
 const dir = mkdtempSync('/var/tmp/tintype-wiring-');
@@ -108,8 +97,9 @@ const dir = mkdtempSync('/var/tmp/tintype-wiring-');
 const APP = path.join(dir, 'app');
 /** A path of this checkout (or anything under it, such as a Node from its packages) as a pod sees it. */
 const inPod = (p: string): string => (p === ROOT || p.startsWith(ROOT + path.sep) ? APP + p.slice(ROOT.length) : p);
-const procs: Proc[] = [];
-const hostServers: net.Server[] = [];
+const podProcs = podProcesses(ROOT, APP);
+const { procs, track } = podProcs;
+const runInPod = podProcs.run;
 let podNet: PodNet | undefined;
 let dbMade = false;
 let objects: K8sObject[] = [];
@@ -119,46 +109,6 @@ const byRole = (role: string): PodPlan => {
   if (p === undefined) throw new Error(`no ${role} Deployment`);
   return p;
 };
-
-/**
- * Runs argv in a pod: its namespace, this checkout at APP (its working directory), its own /tmp
- * (the pod's emptyDir), exactly `env`.
- */
-function runInPod(name: string, ns: string, tmp: string, env: Record<string, string>, argv: string[]): Proc {
-  const pod = 'app=$1 tmp=$2; shift 2; mount --rbind "$0" "$app" && mount --bind "$tmp" /tmp && cd "$app" && exec env -i "$@"';
-  const child = spawn('ip', ['netns', 'exec', ns, 'sh', '-c', pod, ROOT, APP, tmp,
-    ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv], { cwd: '/', detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  return track(name, child);
-}
-
-/** The Proc of a started child: its output, its exit, waiting for a line; stopped at teardown. */
-function track(name: string, child: ChildProcess): Proc {
-  let out = '';
-  const waiters: Array<{ re: RegExp; resolve: () => void }> = [];
-  const onData = (c: Buffer): void => {
-    out += c.toString('utf8');
-    for (const w of waiters.filter((x) => x.re.test(out))) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve();
-    }
-  };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const proc: Proc = {
-    name,
-    child,
-    output: () => out,
-    exited,
-    waitFor: (re) => new Promise<void>((resolve, reject) => {
-      if (re.test(out)) return resolve();
-      waiters.push({ re, resolve });
-      void exited.then((code) => reject(new Error(`${name} exited (${code}):\n${out.slice(-3000)}`)));
-    }),
-  };
-  procs.push(proc);
-  return proc;
-}
 
 /** A pod's private /tmp, as its emptyDir. */
 function podTmp(name: string): string {
@@ -202,34 +152,6 @@ async function ready(plan: PodPlan, proc: Proc, pod = plan.component): Promise<v
   }
 }
 
-/** A relay on the machine from a unix socket to a local service: what the backend stand-in pods forward to. */
-async function hostRelay(sock: string, host: string, port: number): Promise<void> {
-  const s = net.createServer((c) => {
-    const u = net.connect(port, host);
-    c.pipe(u).pipe(c);
-    const end = (): void => { c.destroy(); u.destroy(); };
-    for (const x of [c, u]) { x.once('error', end); x.once('close', end); }
-  });
-  await new Promise<void>((r) => s.listen(sock, r));
-  hostServers.push(s);
-}
-
-/** Debian's tini, the init the image's ENTRYPOINT starts `tintype` under. */
-const TINI = '/usr/bin/tini';
-
-/**
- * What a tintype pod runs here. Its argv must start with tini (the image's ENTRYPOINT); where this
- * machine has no tini (it is not in scripts/apt-packages.txt), what tini would start (after its
- * `--`) runs in its place, and only once the argv was seen to start with it. tini's reaping and
- * signal forwarding are not what this test checks: the wiring is.
- */
-function tintypeArgv(plan: PodPlan): string[] {
-  const end = plan.argv.indexOf('--');
-  if (plan.argv[0] !== TINI || end < 0) throw new Error(`${plan.deployment} does not run under ${TINI}: ${plan.argv.join(' ')}`);
-  return existsSync(TINI) ? plan.argv : plan.argv.slice(end + 1);
-}
-
-/** Whether TCP connections from a pod reach `host:port`: `connected`, or the error (EACCES: refused by the pod's own rules; timeout: dropped by the peer's). */
 /** GET 127.0.0.1:`port` from inside network namespace `ns`, as `kubectl port-forward` arrives in a pod. */
 async function getInPod(ns: string, port: number, p: string): Promise<{ status: number; body: Buffer }> {
   const code = "require('http').get({host:'127.0.0.1',port:+process.argv[1],path:process.argv[2]},(r)=>{const c=[];r.on('data',(d)=>c.push(d));" +
@@ -254,30 +176,6 @@ function getOnAdminSocket(pod: string, p: string): Promise<{ status: number; bod
   });
 }
 
-async function connectFrom(ns: string, targets: Array<[string, number]>): Promise<Record<string, string>> {
-  const code = "const net=require('net');const ts=JSON.parse(process.argv[1]);const out={};let n=ts.length;" +
-    "for(const [h,p] of ts){const s=net.connect({host:h,port:p,timeout:1500});const done=(r)=>{if(out[h+':'+p])return;out[h+':'+p]=r;s.destroy();if(--n===0)console.log(JSON.stringify(out))};" +
-    "s.on('connect',()=>done('connected'));s.on('error',e=>done(e.code));s.on('timeout',()=>done('timeout'))}";
-  const stdout = await new Promise<string>((resolve, reject) => {
-    execFile('ip', ['netns', 'exec', ns, 'node', '-e', code, JSON.stringify(targets)], { encoding: 'utf8' }, (err, out) => err === null ? resolve(out) : reject(err));
-  });
-  const got = JSON.parse(stdout) as Record<string, string>;
-  // In the order asked, whatever order they finished in.
-  return Object.fromEntries(targets.map(([h, p]) => [`${h}:${p}`, got[`${h}:${p}`]!]));
-}
-
-async function stopAll(): Promise<void> {
-  for (const p of procs) {
-    if (p.child.exitCode === null && p.child.signalCode === null) {
-      try { process.kill(-p.child.pid!, 'SIGTERM'); } catch { /* gone */ }
-    }
-  }
-  await Promise.all(procs.map((p) => Promise.race([p.exited, new Promise((r) => setTimeout(r, 15_000))])));
-  for (const p of procs) {
-    try { process.kill(-p.child.pid!, 'SIGKILL'); } catch { /* gone */ }
-  }
-}
-
 /** Each pod's labels and the ports it listens on, a rollout's new pods included. */
 const podLabels: Record<string, Record<string, string>> = {};
 const podPorts: Record<string, number[]> = {};
@@ -296,17 +194,10 @@ const selects = (service: any, p: string): boolean => Object.entries(service.spe
  * cluster), on every port listened on; with `only`, the paths it is an end of.
  */
 function openPaths(pods: string[], only?: string): Path[] {
-  const policies = objects.filter((o) => o.kind === 'NetworkPolicy');
   const addresses = podNetAddresses(ID, pods);
-  const endpoint = (p: string): Endpoint => p === 'client' ? { ip: addresses.clientAddr } : { labels: podLabels[p]!, namespace: HERE, ip: addresses.addr(p) };
-  const paths: Path[] = [];
-  for (const from of [...pods, 'client']) {
-    for (const to of pods) {
-      if (from === to || (only !== undefined && from !== only && to !== only)) continue;
-      for (const port of podPorts[to]!) if (allowed(policies, HERE, endpoint(from), endpoint(to), port)) paths.push({ from, to, port });
-    }
-  }
-  return paths;
+  const endpoints: Record<string, Endpoint> = { client: { ip: addresses.clientAddr } };
+  for (const p of pods) endpoints[p] = { labels: podLabels[p]!, namespace: HERE, ip: addresses.addr(p) };
+  return openPathsBetween(objects.filter((o) => o.kind === 'NetworkPolicy'), HERE, endpoints, Object.fromEntries(pods.map((p) => [p, podPorts[p]!])), only);
 }
 
 /** How a pod's processes are named: its Deployment's, and a rollout's new pod apart. */
@@ -365,7 +256,7 @@ async function step(what: string, fn: () => unknown): Promise<void> {
 }
 
 t.teardown(async () => {
-  await step('processes', stopAll);
+  await step('processes', podProcs.stopAll);
   const n = podNet;
   if (n !== undefined) {
     // Anything still in a pod's namespace (a Chromium left by a killed renderer) is ours: it goes too.
@@ -380,7 +271,6 @@ t.teardown(async () => {
     });
     await step('network', () => n.destroy());
   }
-  await step('relays', () => { for (const s of hostServers) s.close(); });
   if (dbMade) {
     await step('database', async () => {
       const a = new pg.Client({ connectionString: PG_ADMIN });
@@ -471,7 +361,7 @@ t.before(async () => {
 
   for (const [name, b] of Object.entries(BACKENDS)) {
     const sock = path.join(dir, `${name}.sock`);
-    await hostRelay(sock, b.host, b.hostPort);
+    await podProcs.relay(sock, b.host, b.hostPort);
     runInPod(name, pn.ns(name), podTmp(name), { PATH }, ['node', '-e', RELAY_JS, pn.addr(name), String(b.port), sock]);
   }
   await Promise.all(procs.map((p) => p.waitFor(/relay\.ready/)));

@@ -91,7 +91,7 @@ alone, since binding :: makes Envoy exit on a node booted without IPv6.
 {{- end -}}
 {{- end -}}
 
-{{/* The Secret that holds DATABASE_URL, REDIS_URL, TINTYPE_LEASE_SIGNING_KEY, TINTYPE_LEASE_PUBLIC_KEYS and TINTYPE_RENDERER_TOKEN. */}}
+{{/* The Secret that holds DATABASE_URL, REDIS_URL, TINTYPE_LEASE_SIGNING_KEY, TINTYPE_LEASE_PUBLIC_KEYS, TINTYPE_RENDERER_TOKEN (and TINTYPE_COUNTERS_URL). */}}
 {{- define "tintype.secretName" -}}
 {{- if .Values.secrets.existingSecret -}}
 {{- .Values.secrets.existingSecret -}}
@@ -110,11 +110,20 @@ alone, since binding :: makes Envoy exit on a node booted without IPv6.
 
 {{/* One variable of the tintype Secret. */}}
 {{- define "tintype.secretEnv" -}}
-- name: {{ .key }}
+- name: {{ .name | default .key }}
   valueFrom:
     secretKeyRef:
       name: {{ include "tintype.secretName" .root }}
       key: {{ .key }}
+{{- end -}}
+
+{{/*
+The key of the tintype Secret policy reads as TINTYPE_COUNTERS_URL (policy.counters.store): its
+own (redis), REDIS_URL (cache), or none (postgres: the counters stay in PostgreSQL).
+*/}}
+{{- define "tintype.countersKey" -}}
+{{- $store := .Values.policy.counters.store -}}
+{{- if eq $store "redis" }}TINTYPE_COUNTERS_URL{{ else if eq $store "cache" }}REDIS_URL{{ end -}}
 {{- end -}}
 
 {{/* Variables every tintype role reads. */}}
@@ -202,6 +211,7 @@ render with the keys to add, instead of pods that never start (charts/tintype/UP
 {{- $want := dict -}}
 {{- with .Values.secrets.existingSecret -}}
 {{- $keys := list "DATABASE_URL" "REDIS_URL" "TINTYPE_LEASE_SIGNING_KEY" "TINTYPE_LEASE_PUBLIC_KEYS" "GUARD_TOKEN_KEY" "TINTYPE_RENDERER_TOKEN" -}}
+{{- with include "tintype.countersKey" $ }}{{ $keys = append $keys . | uniq }}{{ end -}}
 {{- if $.Values.migrations.enabled }}{{ $keys = append $keys $.Values.migrations.databaseUrlKey | uniq }}{{ end -}}
 {{- $_ := set $want . (list "secrets.existingSecret" $keys) -}}
 {{- end -}}
@@ -234,6 +244,13 @@ render with the keys to add, instead of pods that never start (charts/tintype/UP
 {{- if lt (len (default "" $s.guardTokenKey)) 43 -}}
 {{- fail "set secrets.guardTokenKey to the base64 of 32 random bytes (openssl rand -base64 32): the guard accepts only render tokens made with it (charts/tintype/UPGRADING.md 0.3.0)" -}}
 {{- end -}}
+{{- end -}}
+{{- $store := .Values.policy.counters.store -}}
+{{- if and (eq $store "redis") (not $s.existingSecret) (not $s.countersUrl) -}}
+{{- fail "policy.counters.store is redis: set secrets.countersUrl (redis://, rediss://, redis+sentinel://, redis+cluster://…), or the key TINTYPE_COUNTERS_URL of secrets.existingSecret" -}}
+{{- end -}}
+{{- if and $s.countersUrl (or $s.existingSecret (ne $store "redis")) -}}
+{{- fail "secrets.countersUrl is read only with policy.counters.store redis and without secrets.existingSecret (whose key TINTYPE_COUNTERS_URL holds it then): leave it empty or set the store" -}}
 {{- end -}}
 {{- include "tintype.validateExistingSecrets" . -}}
 {{- if not .Values.image.repository -}}
@@ -294,6 +311,15 @@ label anywhere in the cluster (docs/security.md).
 {{- end }}
 {{- else -}}
 {{- include "tintype.peer" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A Redis peer: its address ranges when given, else its pods beside the release unless it says where. */}}
+{{- define "tintype.redisPeer" -}}
+{{- if .peer.cidrs -}}
+{{- include "tintype.peerOrCidrs" .peer -}}
+{{- else -}}
+{{- include "tintype.peerHere" . -}}
 {{- end -}}
 {{- end -}}
 
@@ -452,7 +478,7 @@ empty then, and no annotation is written.
 {{- if $s.existingSecret -}}
 {{- $data = (lookup "v1" "Secret" $root.Release.Namespace $s.existingSecret).data | default dict -}}
 {{- else -}}
-{{- $data = dict "DATABASE_URL" ($s.databaseUrl | b64enc) "REDIS_URL" ($s.redisUrl | b64enc) "TINTYPE_LEASE_SIGNING_KEY" ($s.leaseSigningKey | b64enc) "TINTYPE_LEASE_PUBLIC_KEYS" ($s.leasePublicKeys | b64enc) "GUARD_TOKEN_KEY" ($s.guardTokenKey | b64enc) "TINTYPE_RENDERER_TOKEN" ($s.rendererToken | b64enc) -}}
+{{- $data = dict "DATABASE_URL" ($s.databaseUrl | b64enc) "REDIS_URL" ($s.redisUrl | b64enc) "TINTYPE_LEASE_SIGNING_KEY" ($s.leaseSigningKey | b64enc) "TINTYPE_LEASE_PUBLIC_KEYS" ($s.leasePublicKeys | b64enc) "GUARD_TOKEN_KEY" ($s.guardTokenKey | b64enc) "TINTYPE_RENDERER_TOKEN" ($s.rendererToken | b64enc) "TINTYPE_COUNTERS_URL" ($s.countersUrl | default "" | b64enc) -}}
 {{- end -}}
 {{- if $data -}}
 {{- $parts := list -}}
@@ -476,4 +502,23 @@ empty then, and no annotation is written.
 {{- end -}}
 {{- define "tintype.namespaceText" -}}
 {{- if or (default (dict) .).matchLabels (default (dict) .).matchExpressions }}namespaces {{ include "tintype.selectorText" . }}{{ else }}any namespace{{ end -}}
+{{- end -}}
+
+{{/* Where a "tintype.peerHere" peer is looked for, for NOTES: the release's namespace unless its namespaceSelector says. */}}
+{{- define "tintype.hereText" -}}
+{{- if hasKey .peer "namespaceSelector" }}{{ include "tintype.namespaceText" .peer.namespaceSelector }}{{ else }}namespace {{ .namespace }}{{ end -}}
+{{- end -}}
+
+{{/*
+Whether the cache's Redis peer (renderers' egress) may pick the counters' Redis pods: both by
+selector, and the cache's labels all among the counters' (namespaces aside: said when in doubt).
+*/}}
+{{- define "tintype.cacheSelectsCounters" -}}
+{{- $np := .Values.networkPolicy -}}
+{{- if not (or $np.redis.cidrs $np.counters.cidrs (default (dict) $np.redis.podSelector).matchExpressions) -}}
+{{- $counters := default (dict) (default (dict) $np.counters.podSelector).matchLabels -}}
+{{- $picks := true -}}
+{{- range $k, $v := default (dict) (default (dict) $np.redis.podSelector).matchLabels }}{{ if ne (toString (index $counters $k | default "")) (toString $v) }}{{ $picks = false }}{{ end }}{{ end -}}
+{{- if $picks }}true{{ end -}}
+{{- end -}}
 {{- end -}}
