@@ -47,9 +47,9 @@ const LEDGER_WAIT_MS = 10_000;
  * How long a closed lease is remembered (its record kept, so a repeated settle answers `already`
  * and appends its ledger event again): the renderer's settle retries span about 26 s after its
  * first attempt (renderer/server/index.ts SETTLE_RETRY_MS waits, 7.7 s, and six attempts of
- * lib/policy-poster.ts POLICY_CALL_TIMEOUT_MS, 3 s), and a lease closed by expiry is settled at
- * most that long after its render ended, before its grace ran out. Twice that covers clocks a
- * fraction of a second apart. Not the other stores' day: here each closed lease is memory
+ * lib/policy-poster.ts POLICY_CALL_TIMEOUT_MS, 3 s); a lease its expiry closed had that first
+ * attempt before its grace ran out, so its retries end sooner after the close. Twice the span
+ * covers clocks a fraction of a second apart. Not the other stores' day: here each closed lease is memory
  * (docs/operations.md "Stores": about 0.4 KB each, 250 MB at 10,000 calls/s).
  */
 export const REDIS_CLOSED_LEASE_MEMORY_MS = 60_000;
