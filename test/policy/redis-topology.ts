@@ -40,6 +40,8 @@ async function until(what: string, ok: () => Promise<boolean>, ms = 30_000): Pro
 const kill = async (c: ChildProcess): Promise<void> => {
   if (c.exitCode !== null || c.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => c.once('exit', () => resolve()));
+  // Waited for now: unreferenced, its exit would not keep the process alive to be seen.
+  c.ref();
   c.kill('SIGKILL');
   await exited;
 };
