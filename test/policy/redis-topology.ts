@@ -1,7 +1,7 @@
 /**
  * Redis Cluster and Redis Sentinel for the counters store's tests (docs/operations.md "Stores"):
- * real redis-server processes on spare loopback ports in a temporary directory, killed when the
- * test's process exits.
+ * real redis-server processes on spare loopback ports in a temporary directory, killed (and the
+ * directory removed) when the test's process exits at the latest.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,9 +14,17 @@ const run = promisify(execFile);
 const cli = async (port: number, ...args: string[]): Promise<string> => (await run('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args])).stdout.trim();
 
 const children = new Set<ChildProcess>();
+const dirs = new Set<string>();
 process.once('exit', () => {
   for (const c of children) c.kill('SIGKILL');
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
+
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  dirs.add(dir);
+  return dir;
+}
 
 async function redisServer(args: string[]): Promise<{ port: number; child: ChildProcess }> {
   const port = await freePort();
@@ -46,21 +54,20 @@ const kill = async (c: ChildProcess): Promise<void> => {
   await exited;
 };
 
+/** A cluster lives as long as the test's process: test/policy/stores.ts lends it to one home after another. */
 export interface RedisCluster {
   /** `redis+cluster://` naming every master. */
   url: string;
-  ports: number[];
   /** SIGSTOP / SIGCONT on every node: every decision waits, as on a lock. */
   pause(): void;
   resume(): void;
   /** FLUSHALL on every master: the next test starts from nothing. */
   flush(): Promise<void>;
-  destroy(): Promise<void>;
 }
 
 /** `masters` cluster nodes, no replicas, every slot assigned and the cluster state ok on each. */
 export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-cluster-'));
+  const dir = tempDir('tintype-cluster-');
   const nodes: Array<{ port: number; child: ChildProcess }> = [];
   for (let i = 0; i < masters; i++) {
     // The bus port on a free port of its own: port + 10000 may be past 65535.
@@ -75,15 +82,10 @@ export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
   for (const p of ports) await until(`cluster state ok on ${p}`, async () => /cluster_state:ok/.test(await cli(p, 'CLUSTER', 'INFO')));
   return {
     url: `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`,
-    ports,
     pause: () => nodes.forEach((n) => n.child.kill('SIGSTOP')),
     resume: () => nodes.forEach((n) => n.child.kill('SIGCONT')),
     async flush() {
       for (const p of ports) await cli(p, 'FLUSHALL');
-    },
-    async destroy() {
-      await Promise.all(nodes.map((n) => kill(n.child)));
-      rmSync(dir, { recursive: true, force: true });
     },
   };
 }
@@ -105,7 +107,7 @@ export interface RedisSentinel {
 
 /** One master, one replica in sync with it, one sentinel (quorum 1) watching them. */
 export async function startRedisSentinel(): Promise<RedisSentinel> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-sentinel-'));
+  const dir = tempDir('tintype-sentinel-');
   const masterName = 'counters';
   const plain = ['--save', '', '--appendonly', 'no', '--dir', dir];
   const master = await redisServer(plain);
