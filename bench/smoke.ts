@@ -25,6 +25,7 @@ const RUNS: Array<[string, string[]]> = [
   ['usage', ['--sizes', '2000,20000', '--keys', '20', '--runs', '1']],
   ['ledger', ['--quick', '--year']],
   ['scale', ['--quick']],
+  ['closed-leases', ['2000']],
   ['egress-audit', ['--rows', '2000']],
   ['policy-flood', ['--connections', '200', '--hold-s', '1']],
   ['soak', ['--clients', '4', '--seconds', '2', '--fuzz', '20', '--phase-seconds', '1']],

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { leaseKeySeed, parseLeasePrivateKey, parseLeasePublicKey } from './lease.ts';
 import { RenderTokens, TOKEN_KEY_MIN_BYTES } from './render-token.ts';
 import { RENDERER_TOKEN_FORM } from './renderer-token.ts';
+import { parseRedisUrl, REDIS_URL_FORMS } from './redis-connect.ts';
 
 /** A setting that cannot be used; the message names the variable. */
 export class ConfigError extends Error {
@@ -321,10 +322,20 @@ function dnsLabel(env: Env, name: string): string | undefined {
   return v;
 }
 
-/** TINTYPE_COUNTERS_URL, which means nothing without DATABASE_URL (keys and the ledger stay in PostgreSQL). */
+/**
+ * TINTYPE_COUNTERS_URL, which means nothing without DATABASE_URL (keys and the ledger stay in
+ * PostgreSQL): one server, Sentinel or Cluster (lib/redis-connect.ts).
+ */
 function countersUrl(env: Env): string | undefined {
-  const v = url(env, 'TINTYPE_COUNTERS_URL', ['redis', 'rediss']);
-  if (v !== undefined && raw(env, 'DATABASE_URL') === undefined) {
+  const v = raw(env, 'TINTYPE_COUNTERS_URL');
+  if (v === undefined) return undefined;
+  try {
+    parseRedisUrl(v);
+  } catch (err) {
+    // Which part is wrong, never the value: it may hold a password.
+    throw new ConfigError(`TINTYPE_COUNTERS_URL has ${(err as Error).message}: it must be one of ${REDIS_URL_FORMS}`);
+  }
+  if (raw(env, 'DATABASE_URL') === undefined) {
     throw new ConfigError('TINTYPE_COUNTERS_URL needs DATABASE_URL: keys, plans and the ledger stay in PostgreSQL');
   }
   return v;

@@ -5,7 +5,7 @@
  * what is written); the month's calls and the leases in flight from Redis, where the counters
  * are, in one pipeline. Read-only on both.
  */
-import { Redis } from 'ioredis';
+import { connectRedis } from '../lib/redis-connect.ts';
 import { ledgerWritten } from './ledger/written.ts';
 import { keyPrefix } from './store/redis/store.ts';
 import { postgresUsageReader } from './usage-postgres.ts';
@@ -17,19 +17,18 @@ export function countersUsageReader(databaseUrl: string, countersUrl: string): U
   const ledger = postgresUsageReader(databaseUrl);
   return {
     async read(month, keyId) {
-      const redis = new Redis(countersUrl, { lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: 5_000 });
+      const redis = connectRedis(countersUrl, { lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: 5_000 });
       redis.on('error', () => {});
       try {
         await redis.connect();
         await ledgerWritten(redis, LEDGER_WAIT_MS);
         const snapshot = await ledger.read(month, keyId);
-        const p = redis.pipeline();
-        for (const k of snapshot.keys) p.get(`${keyPrefix(k.id)}m:${month}`).hvals(`${keyPrefix(k.id)}l`);
-        const got = (await p.exec()) ?? [];
+        // One pipeline per key, each on its key's slot (a Cluster's pipeline stays on one node).
+        const got = await Promise.all(snapshot.keys.map((k) => redis.pipeline().get(`${keyPrefix(k.id)}m:${month}`).hvals(`${keyPrefix(k.id)}l`).exec()));
         const used: typeof snapshot.used = [];
         const open: typeof snapshot.open = [];
         snapshot.keys.forEach((k, i) => {
-          const [[e1, held], [e2, leases]] = [got[2 * i]!, got[2 * i + 1]!];
+          const [[e1, held], [e2, leases]] = got[i] as [[Error | null, string | null], [Error | null, string[]]];
           if (e1 !== null || e2 !== null) throw e1 ?? e2;
           if (held !== null) used.push({ keyId: k.id, used: Number(held) });
           const n = (leases as string[]).filter((l) => (JSON.parse(l) as { m: string }).m === month).length;

@@ -19,9 +19,9 @@
  */
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { Logger } from '../../lib/log.ts';
+import { connectRedis, type RedisClient } from '../../lib/redis-connect.ts';
 import type { UsageRecord } from '../store/store.ts';
 import { LEDGER_FIELD, LEDGER_STREAM, parseLedgerEvent } from './event.ts';
 import { ack, appendedAt, compareIds, ensureGroup, fieldOf, groupInfo, readGroup, reclaim, trimAcknowledged, type GroupReader, type StreamEntry } from './stream.ts';
@@ -85,7 +85,7 @@ export function startLedgerSink(options: LedgerSinkOptions): LedgerSink {
   const group = o.group ?? LEDGER_GROUP;
   const base = o.consumer ?? `${os.hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   // Commands fail fast so the loops decide when to retry. `control` never blocks: drained() and trimming.
-  const connect = () => new Redis(o.redisUrl, { maxRetriesPerRequest: 1 }).on('error', () => {});
+  const connect = () => connectRedis(o.redisUrl, { maxRetriesPerRequest: 1 }).on('error', () => {});
   const control = connect();
   const pool = new pg.Pool({ connectionString: o.databaseUrl, max: o.consumers, connectionTimeoutMillis: 5_000, statement_timeout: 60_000, idleTimeoutMillis: 30_000 });
   pool.on('error', () => {});
@@ -130,7 +130,7 @@ export function startLedgerSink(options: LedgerSinkOptions): LedgerSink {
   };
 
   /** A batch: `gatherRows` entries or more at once, else what arrives until its oldest entry is `gatherMs` old. Pending entries are not waited on. */
-  const gather = async (redis: Redis, g: GroupReader, fromPending: boolean): Promise<StreamEntry[]> => {
+  const gather = async (redis: RedisClient, g: GroupReader, fromPending: boolean): Promise<StreamEntry[]> => {
     const batch = await readGroup(redis, g, o.batchSize, o.blockMs, fromPending);
     if (fromPending || batch.length === 0) return batch;
     // Bounded by this clock too, should Redis's (the entry ids') run ahead of it.

@@ -3,7 +3,7 @@
  * group's entries, reclaiming a dead consumer's, acknowledging, and trimming the stream only
  * below what every group has acknowledged.
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../../lib/redis-connect.ts';
 
 /** One stream entry: its id (`ms-seq`, the ms of its XADD) and its fields as Redis gave them. */
 export interface StreamEntry {

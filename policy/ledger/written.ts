@@ -4,7 +4,7 @@
  * Read-only, for a report that reads the ledger as of its start (policy/usage-counters.ts) and
  * for a store with no sink of its own (a short-lived command).
  */
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../../lib/redis-connect.ts';
 import { LEDGER_STREAM } from './event.ts';
 import { LEDGER_GROUP } from './sink.ts';
 import { compareIds, groupInfo } from './stream.ts';

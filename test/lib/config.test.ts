@@ -86,3 +86,28 @@ t.test('the counters store is chosen only by TINTYPE_COUNTERS_URL, never by REDI
   t.equal(loadConfig({ DATABASE_URL: 'postgres://db/x', TINTYPE_COUNTERS_URL: 'redis://counters:6379' }).countersUrl, 'redis://counters:6379');
   t.equal(loadConfig({ REDIS_URL: 'redis://cache:6379' }).countersUrl, undefined, 'tintype start with a cache: SQLite, no counters');
 });
+
+t.test('TINTYPE_COUNTERS_URL takes Sentinel and Cluster URLs; a bad one is refused without echoing it (docs/operations.md "Settings")', async (t) => {
+  const db = { DATABASE_URL: 'postgres://db/x' };
+  for (const u of [
+    'redis+sentinel://:s3cret@s1:26379,s2:26379,s3:26379/counters',
+    'rediss+sentinel://user:s3cret@s1:26379/counters/2',
+    'redis+cluster://n1:6379,n2:6379,n3:6379',
+    'rediss+cluster://user:s3cret@n1:6379',
+  ]) t.equal(loadConfig({ ...db, TINTYPE_COUNTERS_URL: u }).countersUrl, u, u.replace('s3cret', '***'));
+  for (const u of [
+    'redis+sentinel://:s3cret@s1:26379',
+    'redis+sentinel://:s3cret@s1:26379/counters/x',
+    'redis+cluster://:s3cret@n1:6379/0',
+    'redis+cluster://:s3cret@n1:99999',
+    'redis+bogus://:s3cret@n1:6379',
+  ]) {
+    try {
+      loadConfig({ ...db, TINTYPE_COUNTERS_URL: u });
+      t.fail(`accepted ${u.replace('s3cret', '***')}`);
+    } catch (err) {
+      t.match((err as Error).message, /^TINTYPE_COUNTERS_URL has .* it must be one of redis:\/\//);
+      t.notMatch((err as Error).message, /s3cret|n1|s1/, 'the value is not quoted');
+    }
+  }
+});

@@ -14,12 +14,34 @@ import { openSqliteStore } from '../../policy/store/sqlite.ts';
 import { openPostgresStore } from '../../policy/store/postgres.ts';
 import { openRedisStore } from '../../policy/store/redis/store.ts';
 import { startRedis } from '../e2e/reliability/instances.ts';
+import { startRedisCluster, type RedisCluster } from './redis-topology.ts';
 import type { PolicyStore } from '../../policy/store/store.ts';
 import { TEST_LEASE_ENV } from '../lib/leases.ts';
 
 export const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
-export type StoreKind = 'sqlite' | 'postgres' | 'redis';
+/**
+ * `redis-cluster`: the counters in a 3-master Redis Cluster of the home's own for as long as it
+ * lives, emptied at its drop and then lent to the process's next home (a cluster takes seconds
+ * to form; one home's ledger sinks must never read another's stream).
+ */
+export type StoreKind = 'sqlite' | 'postgres' | 'redis' | 'redis-cluster';
+
+const idleClusters: RedisCluster[] = [];
+
+/** The counters' Redis of a home: a server of its own, or a cluster lent to it. */
+async function countersOf(kind: StoreKind) {
+  if (kind === 'redis') return startRedis();
+  if (kind !== 'redis-cluster') return undefined;
+  const c = idleClusters.pop() ?? await startRedisCluster();
+  return {
+    url: c.url, pause: () => c.pause(), resume: () => c.resume(),
+    async destroy() {
+      await c.flush();
+      idleClusters.push(c);
+    },
+  };
+}
 
 /** A place a store lives: open as many stores on it as a test needs (replicas), then drop it. */
 export interface StoreHome {
@@ -66,7 +88,7 @@ export async function storeHome(kind: StoreKind): Promise<StoreHome> {
     await admin.end();
   }
   const url = `postgres://postgres@127.0.0.1:5432/${name}`;
-  const redis = kind === 'redis' ? await startRedis() : undefined;
+  const redis = await countersOf(kind);
   const dropDatabase = async (): Promise<void> => {
     const a = new pg.Client({ connectionString: PG_ADMIN_URL });
     await a.connect();

@@ -9,8 +9,9 @@
  *   PostgreSQL's tallies when absent (store.ts), expires MONTH_KEEP_MS after it was made.
  * - `l`  hash: open leases, lease id ▸ JSON {op, r (render 0/1), m (month), c (checked at), x (expires), cl (claimed 0/1)}.
  * - `e`  sorted set: open leases by expiry.
- * - `c`  hash: closed leases, lease id ▸ the UsageRecord JSON of the close ('' when nothing was
- *   recorded), kept CLOSED_LEASE_MEMORY_MS so a repeated settle answers `already` and appends
+ * - `c`  hash: closed leases, lease id ▸ the UsageRecord JSON of the close without its lease and
+ *   key ids, which the field and the prefix give ('' when nothing was recorded), kept
+ *   REDIS_CLOSED_LEASE_MEMORY_MS (store.ts) so a repeated settle answers `already` and appends
  *   its ledger event again; `ce` sorted set: closed leases by close time, for forgetting them.
  *
  * Keys a script builds from the prefix share the tag of the key it is given, so they are on the
@@ -41,11 +42,19 @@ local function forget(p, before)
 end
 `;
 
+/** The ledger event of a closed lease: the record kept at its close ('' for none) with its lease and key ids put back. */
+const EVENT = `
+local function event(kept, key, id)
+  if kept == '' then return '' end
+  return '{"leaseId":' .. cjson.encode(id) .. ',"keyId":' .. cjson.encode(key) .. ',' .. string.sub(kept, 2)
+end
+`;
+
 /**
  * Closes one open lease: frees its place, returns its reservation unless metered, remembers it
  * closed, and answers its UsageRecord JSON ('' when not recorded).
  */
-const CLOSE = `
+const CLOSE = EVENT + `
 local function close(p, key, id, L, status, err, cache, metered, recorded, outcome, now, memory)
   redis.call('HDEL', p .. 'l', id)
   redis.call('ZREM', p .. 'e', id)
@@ -54,16 +63,16 @@ local function close(p, key, id, L, status, err, cache, metered, recorded, outco
     local mk = p .. 'm:' .. L.m
     if redis.call('EXISTS', mk) == 1 then redis.call('DECR', mk) end
   end
-  local ev = ''
+  local kept = ''
   if recorded then
-    ev = cjson.encode({ leaseId = id, keyId = key, operation = L.op, month = L.m, status = status,
-      error = err, cache = cache, metered = metered, outcome = outcome, checkedAt = L.c, recordedAt = now })
+    kept = cjson.encode({ operation = L.op, month = L.m, status = status, error = err, cache = cache,
+      metered = metered, outcome = outcome, checkedAt = L.c, recordedAt = now })
   end
-  redis.call('HSET', p .. 'c', id, ev)
+  redis.call('HSET', p .. 'c', id, kept)
   redis.call('ZADD', p .. 'ce', now, id)
   redis.call('PEXPIRE', p .. 'c', memory)
   redis.call('PEXPIRE', p .. 'ce', memory)
-  return ev
+  return event(kept, key, id)
 end
 `;
 
@@ -136,7 +145,7 @@ forget(p, now - memory)
 local raw = redis.call('HGET', p .. 'l', id)
 if not raw then
   local kept = redis.call('HGET', p .. 'c', id)
-  if kept then return { 'already', kept } end
+  if kept then return { 'already', event(kept, key, id) } end
   return { 'unknown', '' }
 end
 local status = cjson.null

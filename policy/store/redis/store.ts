@@ -7,12 +7,11 @@
  * (refusals.ts). Every closed lease with a record is one event on the ledger stream, appended
  * after the close; a repeated settle appends it again.
  */
-import { Redis, type Result } from 'ioredis';
+import type { Result } from 'ioredis';
 import pg from 'pg';
 import type { ClaimResult } from '../../../lib/policy-contract.ts';
 import { openPostgresStore } from '../postgres.ts';
 import {
-  CLOSED_LEASE_MEMORY_MS,
   STORE_BUDGET_MS,
   type CheckRequest,
   type CheckResult,
@@ -28,6 +27,7 @@ import { LEDGER_STREAM } from '../../ledger/event.ts';
 import { startLedgerSink } from '../../ledger/sink.ts';
 import { ledgerWritten } from '../../ledger/written.ts';
 import { createLogger, type Logger } from '../../../lib/log.ts';
+import { connectRedis } from '../../../lib/redis-connect.ts';
 
 /** Moves whenever a key is made or revoked (key-cache.ts). */
 export const KEY_GENERATION = 'tintype:keys:generation';
@@ -43,6 +43,16 @@ export const EXPIRY_SCHEDULE = 'tintype:expiry';
 export const MONTH_KEEP_MS = 35 * 24 * 60 * 60 * 1000;
 /** How long a store with no sink of its own waits for the replicas' sinks before it reads the ledger. */
 const LEDGER_WAIT_MS = 10_000;
+/**
+ * How long a closed lease is remembered (its record kept, so a repeated settle answers `already`
+ * and appends its ledger event again): the renderer's settle retries span about 26 s after its
+ * first attempt (renderer/server/index.ts SETTLE_RETRY_MS waits, 7.7 s, and six attempts of
+ * lib/policy-poster.ts POLICY_CALL_TIMEOUT_MS, 3 s); a lease its expiry closed had that first
+ * attempt before its grace ran out, so its retries end sooner after the close. Twice the span
+ * covers clocks a fraction of a second apart. Not the other stores' day: here each closed lease is memory
+ * (docs/operations.md "Stores": about 0.4 KB each, 250 MB at 10,000 calls/s).
+ */
+export const REDIS_CLOSED_LEASE_MEMORY_MS = 60_000;
 /** Keys swept per pass of expire(). */
 const SWEEP_KEYS = 500;
 
@@ -94,7 +104,7 @@ export function openRedisStore(o: RedisStoreOptions): PolicyStore {
   // Seeds of months: off the checks' pool.
   const pool = new pg.Pool({ connectionString: o.databaseUrl, max: 2, idleTimeoutMillis: 30_000 });
   pool.on('error', () => {});
-  const redis = new Redis(o.countersUrl, {
+  const redis = connectRedis(o.countersUrl, {
     lazyConnect: false,
     maxRetriesPerRequest: 1,
     commandTimeout: o.commandTimeoutMs ?? STORE_BUDGET_MS - 500,
@@ -141,11 +151,13 @@ export function openRedisStore(o: RedisStoreOptions): PolicyStore {
    */
   const decide = async (keyId: string, r: CheckRequest, l: Readonly<Limits>, seed: string, until: number) => {
     const p = keyPrefix(keyId);
+    // Three keys in three slots, sent at once (one round trip; to up to three nodes in a Cluster,
+    // whose pipelines stay on one node) with whatever else the connection has queued.
     const [d] = await Promise.all([
       redis.tintypeCheck(`${p}s`, p, r.leaseId, r.operation, r.render ? 1 : 0, r.now, r.windowStart, r.month, r.expiresAt,
         l.perMinute, l.monthlyQuota, l.concurrentRenders, seed, monthKeepMs(r.month, r.now), until),
       redis.tintypeSchedule(EXPIRY_SCHEDULE, keyId, r.expiresAt, r.now),
-      redis.set(leaseIndex(r.leaseId), keyId, 'PX', Math.max(1, r.expiresAt - r.now) + CLOSED_LEASE_MEMORY_MS),
+      redis.set(leaseIndex(r.leaseId), keyId, 'PX', Math.max(1, r.expiresAt - r.now) + REDIS_CLOSED_LEASE_MEMORY_MS),
     ]);
     return d;
   };
@@ -234,7 +246,7 @@ export function openRedisStore(o: RedisStoreOptions): PolicyStore {
       if (keyId === null) return 'unknown';
       const p = keyPrefix(keyId);
       const [result, event] = notLate(await inTime((until) => redis.tintypeSettle(`${p}s`, p, keyId, s.leaseId, s.status ?? '', s.error ?? '', s.cache ?? '',
-        s.metered && s.recorded ? 1 : 0, s.recorded ? 1 : 0, s.now, CLOSED_LEASE_MEMORY_MS, until)));
+        s.metered && s.recorded ? 1 : 0, s.recorded ? 1 : 0, s.now, REDIS_CLOSED_LEASE_MEMORY_MS, until)));
       // After the close, not inside it (another slot). Lost with a replica killed in between,
       // it is appended again by the renderer's retry, which answers `already`.
       if (event !== '') await inTime(() => redis.xadd(LEDGER_STREAM, '*', 'e', event));
@@ -246,11 +258,15 @@ export function openRedisStore(o: RedisStoreOptions): PolicyStore {
       for (let i = 0; i + 1 < due.length; i += 2) {
         const keyId = due[i]!;
         const p = keyPrefix(keyId);
-        const [next, ...events] = await redis.tintypeExpire(`${p}s`, p, keyId, now, CLOSED_LEASE_MEMORY_MS);
-        const then = redis.pipeline();
-        for (const e of events) then.xadd(LEDGER_STREAM, '*', 'e', e);
-        then.tintypeReschedule(EXPIRY_SCHEDULE, keyId, due[i + 1]!, next ?? '');
-        answers(await then.exec());
+        const [next, ...events] = await redis.tintypeExpire(`${p}s`, p, keyId, now, REDIS_CLOSED_LEASE_MEMORY_MS);
+        // The stream and the schedule are two slots (two nodes of a Cluster): the events first,
+        // then the schedule, as one pipeline each.
+        if (events.length > 0) {
+          const append = redis.pipeline();
+          for (const e of events) append.xadd(LEDGER_STREAM, '*', 'e', e);
+          answers(await append.exec());
+        }
+        await redis.tintypeReschedule(EXPIRY_SCHEDULE, keyId, due[i + 1]!, next ?? '');
         n += events.length;
       }
       return n;

@@ -22,7 +22,7 @@ export function freePort(): Promise<number> {
 }
 
 /** Resolves once something accepts TCP connections on the port, or rejects after `ms`. */
-async function accepting(port: number, ms: number): Promise<void> {
+export async function accepting(port: number, ms: number): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
