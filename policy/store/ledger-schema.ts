@@ -25,6 +25,31 @@
 
 /** One lock id for making and dropping partitions, across every process ("tint" + 1). */
 const PARTITION_LOCK = 0x7469_6e75;
+/**
+ * tintype_ledger_partition(month): the month's partition of `usage`, made when missing (made by
+ * one of two writers at once, found by the other); `withOptions` are its storage parameters.
+ */
+const partitionFunction = (withOptions: string): string => `
+    CREATE OR REPLACE FUNCTION tintype_ledger_partition(p_month TEXT) RETURNS TEXT
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $fn$
+    DECLARE
+      p_name TEXT;
+    BEGIN
+      IF p_month IS NULL OR p_month !~ '^[0-9]{4}-(0[1-9]|1[0-2])$' THEN
+        RAISE EXCEPTION 'not a ledger month (YYYY-MM): %', p_month USING ERRCODE = '22023';
+      END IF;
+      p_name := 'usage_' || replace(p_month, '-', '_');
+      IF to_regclass(p_name) IS NOT NULL THEN RETURN p_name; END IF;
+      -- Two writers of the same new month: one makes it, the other finds it made.
+      PERFORM pg_advisory_xact_lock(${PARTITION_LOCK});
+      IF to_regclass(p_name) IS NOT NULL THEN RETURN p_name; END IF;
+      EXECUTE format('CREATE TABLE %I PARTITION OF usage FOR VALUES FROM (%L) TO (%L)${withOptions}',
+        p_name, p_month, to_char(to_date(p_month, 'YYYY-MM') + interval '1 month', 'YYYY-MM'));
+      RETURN p_name;
+    END
+    $fn$;
+`;
+
 /** A month's partition is vacuumed once this share of its rows is new (migration 9). */
 const VACUUM_INSERT_SCALE = 0.01;
 
@@ -54,24 +79,7 @@ export const LEDGER_PG_MIGRATION = {
     -- A key's month is one partition (pruned by month) and one range of this index in it.
     CREATE INDEX usage_key ON usage (key_id);
 
-    CREATE OR REPLACE FUNCTION tintype_ledger_partition(p_month TEXT) RETURNS TEXT
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $fn$
-    DECLARE
-      p_name TEXT;
-    BEGIN
-      IF p_month IS NULL OR p_month !~ '^[0-9]{4}-(0[1-9]|1[0-2])$' THEN
-        RAISE EXCEPTION 'not a ledger month (YYYY-MM): %', p_month USING ERRCODE = '22023';
-      END IF;
-      p_name := 'usage_' || replace(p_month, '-', '_');
-      IF to_regclass(p_name) IS NOT NULL THEN RETURN p_name; END IF;
-      -- Two writers of the same new month: one makes it, the other finds it made.
-      PERFORM pg_advisory_xact_lock(${PARTITION_LOCK});
-      IF to_regclass(p_name) IS NOT NULL THEN RETURN p_name; END IF;
-      EXECUTE format('CREATE TABLE %I PARTITION OF usage FOR VALUES FROM (%L) TO (%L)', p_name, p_month,
-        to_char(to_date(p_month, 'YYYY-MM') + interval '1 month', 'YYYY-MM'));
-      RETURN p_name;
-    END
-    $fn$;
+${partitionFunction('')}
 
     CREATE OR REPLACE FUNCTION tintype_ledger_drop_before(p_month TEXT) RETURNS TEXT[]
     LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $fn$
@@ -166,24 +174,7 @@ export const LEDGER_READ_PG_MIGRATION = {
       INCLUDE (lease_id, operation, month, status, error, cache, metered, outcome, checked_at, recorded_at);
     DROP INDEX usage_key;
 
-    CREATE OR REPLACE FUNCTION tintype_ledger_partition(p_month TEXT) RETURNS TEXT
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $fn$
-    DECLARE
-      p_name TEXT;
-    BEGIN
-      IF p_month IS NULL OR p_month !~ '^[0-9]{4}-(0[1-9]|1[0-2])$' THEN
-        RAISE EXCEPTION 'not a ledger month (YYYY-MM): %', p_month USING ERRCODE = '22023';
-      END IF;
-      p_name := 'usage_' || replace(p_month, '-', '_');
-      IF to_regclass(p_name) IS NOT NULL THEN RETURN p_name; END IF;
-      -- Two writers of the same new month: one makes it, the other finds it made.
-      PERFORM pg_advisory_xact_lock(${PARTITION_LOCK});
-      IF to_regclass(p_name) IS NOT NULL THEN RETURN p_name; END IF;
-      EXECUTE format('CREATE TABLE %I PARTITION OF usage FOR VALUES FROM (%L) TO (%L) WITH (autovacuum_vacuum_insert_scale_factor = ${VACUUM_INSERT_SCALE})',
-        p_name, p_month, to_char(to_date(p_month, 'YYYY-MM') + interval '1 month', 'YYYY-MM'));
-      RETURN p_name;
-    END
-    $fn$;
+${partitionFunction(` WITH (autovacuum_vacuum_insert_scale_factor = ${VACUUM_INSERT_SCALE})`)}
 
     DO $do$
     DECLARE
