@@ -49,8 +49,9 @@ const LEDGER_WAIT_MS = 10_000;
  * first attempt (renderer/server/index.ts SETTLE_RETRY_MS waits, 7.7 s, and six attempts of
  * lib/policy-poster.ts POLICY_CALL_TIMEOUT_MS, 3 s); a lease its expiry closed had that first
  * attempt before its grace ran out, so its retries end sooner after the close. Twice the span
- * covers clocks a fraction of a second apart. Not the other stores' day: here each closed lease is memory
- * (docs/operations.md "Stores": about 0.4 KB each, 250 MB at 10,000 calls/s).
+ * covers clocks a fraction of a second apart. Not the other stores' day: here each closed lease
+ * is memory (docs/operations.md "Stores": about 0.4 KB a record, 250 MB at 10,000 calls/s, about
+ * 440 MB with the leases' indexes; `npm run bench -- closed-leases`).
  */
 export const REDIS_CLOSED_LEASE_MEMORY_MS = 60_000;
 /** Keys swept per pass of expire(). */
