@@ -19,6 +19,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, copyFileSync, existsSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { installedPackages } from './sbom.mjs';
 
 const NODE_ARCH = { arm64: 'arm64', amd64: 'x64' };
 const ELF_MACHINE = { arm64: 183, amd64: 62 };
@@ -116,26 +117,16 @@ function packed(npmCache, name, version) {
 function swapPrebuilds(root, arch, npmCache) {
   const here = `linux-${process.arch}`;
   const there = `linux-${NODE_ARCH[arch]}`;
-  const walk = (dir) => {
-    if (!existsSync(dir)) return;
-    for (const entry of readdirSync(dir)) {
-      if (entry.startsWith('.')) continue;
-      const names = entry.startsWith('@') ? readdirSync(path.join(dir, entry)).map((n) => `${entry}/${n}`) : [entry];
-      for (const name of names) {
-        const pkgDir = path.join(dir, name);
-        const prebuilds = path.join(pkgDir, 'prebuilds');
-        const held = existsSync(prebuilds) ? readdirSync(prebuilds) : [];
-        const mine = held.filter((f) => f === here || f === `${here}.node`);
-        if (mine.length > 0 && !held.some((f) => f === there || f === `${there}.node`)) {
-          const { version } = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8'));
-          execFileSync('tar', ['-xzf', packed(npmCache, name, version), '-C', pkgDir, '--strip-components=1', '--wildcards', `package/prebuilds/${there}*`]);
-          for (const f of mine) rmSync(path.join(prebuilds, f), { recursive: true });
-        }
-        walk(path.join(pkgDir, 'node_modules'));
-      }
+  for (const { name, dir: pkgDir } of installedPackages(path.join(root, 'app/node_modules'))) {
+    const prebuilds = path.join(pkgDir, 'prebuilds');
+    const held = existsSync(prebuilds) ? readdirSync(prebuilds) : [];
+    const mine = held.filter((f) => f === here || f === `${here}.node`);
+    if (mine.length > 0 && !held.some((f) => f === there || f === `${there}.node`)) {
+      const { version } = JSON.parse(readFileSync(path.join(pkgDir, 'package.json'), 'utf8'));
+      execFileSync('tar', ['-xzf', packed(npmCache, name, version), '-C', pkgDir, '--strip-components=1', '--wildcards', `package/prebuilds/${there}*`]);
+      for (const f of mine) rmSync(path.join(prebuilds, f), { recursive: true });
     }
-  };
-  walk(path.join(root, 'app/node_modules'));
+  }
 }
 
 const [from, to, arch, debs, npmCache] = process.argv.slice(2);

@@ -21,25 +21,28 @@ export function debianPackages(root) {
   }).filter((p) => p.name !== undefined && p.status === 'install ok installed');
 }
 
+/**
+ * Every package installed under a node_modules folder, nested ones included: its name and its
+ * folder (a folder without package.json is not a package). Also read by crossgrade.mjs.
+ */
+export function* installedPackages(nodeModules) {
+  if (!existsSync(nodeModules)) return;
+  for (const entry of readdirSync(nodeModules)) {
+    if (entry.startsWith('.')) continue;
+    const names = entry.startsWith('@') ? readdirSync(path.join(nodeModules, entry)).map((n) => `${entry}/${n}`) : [entry];
+    for (const name of names) {
+      const dir = path.join(nodeModules, name);
+      if (!existsSync(path.join(dir, 'package.json'))) continue;
+      yield { name, dir };
+      yield* installedPackages(path.join(dir, 'node_modules'));
+    }
+  }
+}
+
 /** Every package under a node_modules folder, nested ones included, by name and version. */
 export function npmPackages(app) {
-  const found = [];
-  const walk = (dir) => {
-    if (!existsSync(dir)) return;
-    for (const entry of readdirSync(dir)) {
-      if (entry.startsWith('.')) continue;
-      const names = entry.startsWith('@') ? readdirSync(path.join(dir, entry)).map((n) => `${entry}/${n}`) : [entry];
-      for (const name of names) {
-        const manifest = path.join(dir, name, 'package.json');
-        if (!existsSync(manifest)) continue;
-        const { version } = JSON.parse(readFileSync(manifest, 'utf8'));
-        found.push({ name, version });
-        walk(path.join(dir, name, 'node_modules'));
-      }
-    }
-  };
-  walk(path.join(app, 'node_modules'));
-  return found;
+  return [...installedPackages(path.join(app, 'node_modules'))].map(({ name, dir }) =>
+    ({ name, version: JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')).version }));
 }
 
 /** Every production package of a lockfile (v3), as name@version. */
