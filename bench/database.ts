@@ -4,10 +4,8 @@
  * connections still open) at the end.
  */
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { openPostgresStore } from '../policy/store/postgres.ts';
-
-const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
+import { asPgAdmin } from '../test/lib/pg-admin.ts';
 
 export interface BenchDatabase {
   name: string;
@@ -15,20 +13,10 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
-async function asAdmin(sql: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  try {
-    await admin.query(sql);
-  } finally {
-    await admin.end();
-  }
-}
-
 /** A fresh database named `<prefix>_<pid>_<random>`, with tintype's migrations applied when `migrate`. */
 export async function benchDatabase(prefix: string, options: { migrate: boolean }): Promise<BenchDatabase> {
   const name = `${prefix}_${process.pid}_${randomBytes(3).toString('hex')}`;
-  await asAdmin(`CREATE DATABASE ${name}`);
+  await asPgAdmin(`CREATE DATABASE ${name}`);
   const url = `postgres://postgres@127.0.0.1:5432/${name}`;
   if (options.migrate) {
     const store = openPostgresStore({ url, poolSize: 1 });
@@ -38,5 +26,5 @@ export async function benchDatabase(prefix: string, options: { migrate: boolean 
       await store.close();
     }
   }
-  return { name, url, drop: () => asAdmin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return { name, url, drop: () => asPgAdmin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }

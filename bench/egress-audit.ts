@@ -17,11 +17,11 @@ import { openPostgresStore } from '../policy/store/postgres.ts';
 import { openSqliteStore } from '../policy/store/sqlite.ts';
 import type { PolicyStore } from '../policy/store/store.ts';
 import { printMachine, round2 } from './machine.ts';
+import { benchDatabase } from './database.ts';
 
 const { values: opts } = parseArgs({ args: process.argv.slice(3), options: { rows: { type: 'string', default: '200000' } } });
 const ROWS = Number(opts.rows);
 const BATCH = 5_000;
-const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 function record(i: number): EgressAuditRecord {
   const refused = i % 10 === 0;
@@ -49,11 +49,8 @@ async function measure(name: string, store: PolicyStore, bytes: () => Promise<nu
 printMachine();
 console.log(`egress audit bench: ${ROWS} rows per store`);
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-bench-audit-'));
-const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-await admin.connect();
-const dbName = `tintype_bench_audit_${process.pid}`;
-await admin.query(`CREATE DATABASE ${dbName}`);
-const url = `postgres://postgres@127.0.0.1:5432/${dbName}`;
+const db = await benchDatabase('tintype_bench_audit', { migrate: false });
+const url = db.url;
 const sizeClient = new pg.Client({ connectionString: url });
 try {
   const sqliteStore = openSqliteStore({ dataDir: dir, backgroundCheckpoints: false });
@@ -77,7 +74,6 @@ try {
   }));
 } finally {
   await sizeClient.end().catch(() => undefined);
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await admin.end();
+  await db.drop();
   rmSync(dir, { recursive: true, force: true });
 }

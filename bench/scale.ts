@@ -32,6 +32,7 @@ import { type PolicyProcess, startPolicyProcess } from '../test/policy/process.t
 import { startRedis } from '../test/e2e/reliability/instances.ts';
 import { TEST_RENDERER_AUTH } from '../test/lib/leases.ts';
 import { cpuSecondsOf, percentile, printMachine, round2 } from './machine.ts';
+import { PG_ADMIN_URL } from '../test/lib/pg-admin.ts';
 
 const { values: opts } = parseArgs({
   args: process.argv.slice(3),
@@ -51,7 +52,6 @@ const SINK_EVENTS = QUICK ? 5_000 : 100_000;
 const WARM_KEYS = QUICK ? 20 : 200;
 /** Policy replicas per run: K = 3 is the target's; 1 and 2 show what each replica more costs on this machine. */
 const REPLICAS = [1, 2, 3];
-const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const PLANS_DOC = {
   plans: {
     bench: { monthlyQuota: 1_000_000_000, perMinute: 1_000_000, concurrentRenders: 10_000 },

@@ -21,6 +21,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { asPgAdmin } from '../lib/pg-admin.ts';
 import t from 'tap';
 import { NAMESPACE, ROOT, render, type K8sObject } from '../helm.ts';
 import { openPaths } from './network-policy-eval.ts';
@@ -41,7 +42,6 @@ t.setTimeout(300_000);
 
 /** Another network than test/chart/wiring.test.ts's for the same process id, so both can run at once. */
 const ID = 1 + ((process.pid + 125) % 250);
-const PG_ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = `tintype_counters_wiring_${process.pid}_${randomBytes(3).toString('hex')}`;
 const HERE = { 'kubernetes.io/metadata.name': NAMESPACE };
 const READY_WITHIN_MS = 120_000;
@@ -109,12 +109,7 @@ t.teardown(async () => {
   await step('processes', podProcs.stopAll);
   await step('network', () => podNet?.destroy());
   if (dbMade) {
-    await step('database', async () => {
-      const a = new pg.Client({ connectionString: PG_ADMIN });
-      a.on('error', () => {});
-      await a.connect();
-      try { await a.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`); } finally { await a.end(); }
-    });
+    await step('database', () => asPgAdmin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`));
   }
   for (const r of Object.values(redises)) await step('redis', () => r?.destroy());
   await step('files', () => rmSync(dir, { recursive: true, force: true }));
@@ -124,11 +119,8 @@ const rendererToken = TEST_LEASE_ENV.TINTYPE_RENDERER_TOKEN;
 let policyProc: Proc | undefined;
 
 t.before(async () => {
-  const admin = new pg.Client({ connectionString: PG_ADMIN });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${DB}`);
+  await asPgAdmin(`CREATE DATABASE ${DB}`);
   dbMade = true;
-  await admin.end();
   redises.cache = await startRedis();
   redises.counters = await startRedis();
   // The user docs/helm.md gives policy, and no password-less default user.

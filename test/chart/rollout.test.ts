@@ -21,6 +21,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { asPgAdmin } from '../lib/pg-admin.ts';
 import t from 'tap';
 import { parse } from 'yaml';
 import { ROOT, named, render, type K8sObject } from '../helm.ts';
@@ -48,7 +49,6 @@ const SCALE = BUILT_IN_PLANS[PLAN]!;
 type Tap = typeof t;
 t.setTimeout(600_000);
 
-const PG_ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
 const DB = `tintype_rollout_${process.pid}_${randomBytes(3).toString('hex')}`;
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-rollout-'));
 /** Longer than the bootstrap's DNS refresh (5 s), as the default (15 s) is; short for a test. */
@@ -60,10 +60,7 @@ let key = '';
 let keyId = '';
 
 t.before(async () => {
-  const admin = new pg.Client({ connectionString: PG_ADMIN });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${DB}`);
-  await admin.end();
+  await asPgAdmin(`CREATE DATABASE ${DB}`);
   const values = ['--set', [
     `secrets.databaseUrl=postgres://postgres@127.0.0.1:5432/${DB}`, 'secrets.redisUrl=redis://127.0.0.1:6379/9',
     `drainWaitSeconds=${DRAIN_WAIT_S}`,
@@ -88,10 +85,7 @@ t.before(async () => {
 });
 
 t.teardown(async () => {
-  const admin = new pg.Client({ connectionString: PG_ADMIN });
-  admin.on('error', () => {});
-  await admin.connect();
-  try { await admin.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`); } finally { await admin.end(); }
+  await asPgAdmin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`);
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -37,6 +37,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { asPgAdmin } from '../lib/pg-admin.ts';
 import t from 'tap';
 import { NAMESPACE, ROOT, render, type K8sObject } from '../helm.ts';
 import { openPaths as openPathsBetween, type Endpoint } from './network-policy-eval.ts';
@@ -63,7 +64,6 @@ import { call as send, isBusy, kubeletStop, steady, type Answer, type Container,
 t.setTimeout(600_000);
 
 const ID = 1 + (process.pid % 250);
-const PG_ADMIN = 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS = { host: '127.0.0.1', port: 6379 };
 /** The Redis database index this test's renders are cached in (emptied before and after): one of 5–9 by the run, so two checkouts testing at once on one machine rarely share one (test/e2e/apart.ts takes 10–14). */
 const REDIS_DB = 5 + (ID % 5);
@@ -272,12 +272,7 @@ t.teardown(async () => {
     await step('network', () => n.destroy());
   }
   if (dbMade) {
-    await step('database', async () => {
-      const a = new pg.Client({ connectionString: PG_ADMIN });
-      a.on('error', () => {});
-      await a.connect();
-      try { await a.query(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`); } finally { await a.end(); }
-    });
+    await step('database', () => asPgAdmin(`DROP DATABASE IF EXISTS ${DB} WITH (FORCE)`));
   }
   await step('redis', async () => {
     const redis = new Redis({ ...REDIS, db: REDIS_DB, lazyConnect: true });
@@ -303,11 +298,8 @@ let browserProc: Proc | undefined;
 let browserUid = 0;
 
 t.before(async () => {
-  const admin = new pg.Client({ connectionString: PG_ADMIN });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${DB}`);
+  await asPgAdmin(`CREATE DATABASE ${DB}`);
   dbMade = true;
-  await admin.end();
   const redis = new Redis({ ...REDIS, db: REDIS_DB, lazyConnect: true });
   await redis.connect();
   await redis.flushdb();

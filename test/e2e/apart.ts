@@ -16,6 +16,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { leaseKeyText } from '../../lib/lease.ts';
 import { newRendererToken } from '../../lib/renderer-token.ts';
 import pg from 'pg';
+import { asPgAdmin } from '../lib/pg-admin.ts';
 import { Redis } from 'ioredis';
 import { send, type Answer, type SendOptions } from '../envoy/client.ts';
 import { createApartNet, type ApartNet } from './apart-net.ts';
@@ -25,7 +26,6 @@ import { startNxdomainDns, startSite, type Site } from './site.ts';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const TINTYPE = path.join(ROOT, 'bin/tintype');
 const CHROMIUM = '/usr/bin/chromium-headless-shell';
-const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS = { host: '127.0.0.1', port: 6379 };
 
 export const ROLE_PORTS = { policy: 8081, policySettle: 8181, renderer: 8082, rendererAdmin: 9082, guard: 3128, guardAdmin: 9128, edge: 8080, edgeAdmin: 9080, cache: 6379, otlp: 4318 } as const;
@@ -119,10 +119,7 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
   const net_ = createApartNet(netId);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tintype-apart-'));
   const dbName = `tintype_apart_${process.pid}_${randomBytes(3).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  await admin.end();
+  await asPgAdmin(`CREATE DATABASE ${dbName}`);
   const hostDbUrl = `postgres://postgres@127.0.0.1:5432/${dbName}`;
   // Inside the policy namespace PostgreSQL is reached over its unix socket, which crosses namespaces.
   const podDbUrl = `postgres://postgres@localhost/${dbName}?host=/var/run/postgresql`;
@@ -209,10 +206,7 @@ export async function startApart(netId: number, o: ApartOptions, makeNet: (n: Ap
     front.close();
     redisRelay.close();
     await db.end().catch(() => {});
-    const a = new pg.Client({ connectionString: PG_ADMIN_URL });
-    await a.connect();
-    await a.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await a.end();
+    await asPgAdmin(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     net_.destroy();
     rmSync(dir, { recursive: true, force: true });
     return code;

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from '../../policy/store/sqlite-driver.ts';
 import pg from 'pg';
+import { asPgAdmin } from '../lib/pg-admin.ts';
 import { openSqliteStore } from '../../policy/store/sqlite.ts';
 import { openPostgresStore } from '../../policy/store/postgres.ts';
 import { openRedisStore } from '../../policy/store/redis/store.ts';
@@ -18,7 +19,6 @@ import { startRedisCluster, type RedisCluster } from './redis-topology.ts';
 import type { PolicyStore } from '../../policy/store/store.ts';
 import { TEST_LEASE_ENV } from '../lib/leases.ts';
 
-export const PG_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /**
  * `redis-cluster`: the counters in a 3-master Redis Cluster of the home's own for as long as it
@@ -80,23 +80,11 @@ export async function storeHome(kind: StoreKind): Promise<StoreHome> {
     };
   }
   const name = `tintype_policy_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
+  await asPgAdmin(`CREATE DATABASE ${name}`);
   const url = `postgres://postgres@127.0.0.1:5432/${name}`;
   const redis = await countersOf(kind);
   const dropDatabase = async (): Promise<void> => {
-    const a = new pg.Client({ connectionString: PG_ADMIN_URL });
-    await a.connect();
-    try {
-      await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    } finally {
-      await a.end();
-    }
+    await asPgAdmin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     rmSync(dir, { recursive: true, force: true });
   };
   if (redis !== undefined) {
