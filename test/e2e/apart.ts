@@ -17,6 +17,7 @@ import { leaseKeyText } from '../../lib/lease.ts';
 import { newRendererToken } from '../../lib/renderer-token.ts';
 import pg from 'pg';
 import { asPgAdmin } from '../lib/pg-admin.ts';
+import { watchOutput } from '../lib/watched-output.ts';
 import { Redis } from 'ioredis';
 import { send, type Answer, type SendOptions } from '../envoy/client.ts';
 import { createApartNet, type ApartNet } from './apart-net.ts';
@@ -46,31 +47,14 @@ function run(ns: string, argv: string[], env: Record<string, string>): Proc {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let out = '';
-  const waiters: { re: RegExp; resolve: () => void }[] = [];
-  const onData = (c: Buffer): void => {
-    out += c.toString('utf8');
-    for (const w of waiters.filter((w) => w.re.test(out))) {
-      waiters.splice(waiters.indexOf(w), 1);
-      w.resolve();
-    }
-  };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const watched = watchOutput(child, `${argv.join(' ')} in ${ns}`);
   return {
     child,
-    output: () => out,
-    waitFor: (re) => new Promise<void>((resolve, reject) => {
-      if (re.test(out)) return resolve();
-      waiters.push({ re, resolve });
-      void exited.then((code) => reject(new Error(`${argv.join(' ')} in ${ns} exited (${code}):\n${out.slice(-3000)}`)));
-    }),
+    ...watched,
     async kill(sig) {
       if (child.exitCode === null && child.signalCode === null) child.kill(sig);
-      await exited;
+      await watched.exited;
     },
-    exited,
   };
 }
 

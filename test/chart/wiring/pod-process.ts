@@ -8,6 +8,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import net from 'node:net';
 import type { PodPlan } from './pods.ts';
+import { watchOutput } from '../../lib/watched-output.ts';
 
 export interface Proc {
   name: string;
@@ -69,29 +70,7 @@ export function podProcesses(root: string, app: string): PodProcesses {
   const procs: Proc[] = [];
   const relays: net.Server[] = [];
   const track = (name: string, child: ChildProcess): Proc => {
-    let out = '';
-    const waiters: Array<{ re: RegExp; resolve: () => void }> = [];
-    const onData = (c: Buffer): void => {
-      out += c.toString('utf8');
-      for (const w of waiters.filter((x) => x.re.test(out))) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve();
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    const proc: Proc = {
-      name,
-      child,
-      output: () => out,
-      exited,
-      waitFor: (re) => new Promise<void>((resolve, reject) => {
-        if (re.test(out)) return resolve();
-        waiters.push({ re, resolve });
-        void exited.then((code) => reject(new Error(`${name} exited (${code}):\n${out.slice(-3000)}`)));
-      }),
-    };
+    const proc: Proc = { name, child, ...watchOutput(child, name) };
     procs.push(proc);
     return proc;
   };
