@@ -6,7 +6,7 @@
  * own sandbox and renders.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
@@ -94,8 +94,19 @@ t.test('under the profile, as a user that is not root, the launcher starts Chrom
   const root = process.getuid?.() === 0;
   if (root) chownSync(dir, NOBODY, NOBODY);
   const socketPath = path.join(dir, 'cdp.sock');
-  const launcherArgv = [process.execPath, '--import', 'tsx', LAUNCHER_MAIN];
-  const argv = [...(root ? ['setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups'] : []), run, lines, ...launcherArgv];
+  let argv = [run, lines, process.execPath, '--import', 'tsx', LAUNCHER_MAIN];
+  if (root) {
+    // The checkout may sit below a directory only root may enter (a clone in `mktemp -d`, 0700):
+    // in a mount namespace of its own it is bound inside this test's directory, which nobody
+    // reaches, and the launcher runs from there.
+    const checkout = path.resolve(ROOT);
+    const reach = path.join(dir, 'checkout');
+    mkdirSync(reach);
+    const at = (p: string): string => (p.startsWith(`${checkout}${path.sep}`) ? path.join(reach, path.relative(checkout, p)) : p);
+    argv = ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', 'mount --bind "$1" "$2" && cd "$2" && shift 2 && exec "$@"', 'sh', checkout, reach,
+      // tap's loader, which it puts in a child's NODE_OPTIONS, is under the checkout's own path.
+      'env', '-u', 'NODE_OPTIONS', 'setpriv', `--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups', ...argv.map(at)];
+  }
   const { child: launcher, out } = await runLauncher(t, { TMPDIR: dir, HOME: dir, TINTYPE_BROWSER_SOCKET: socketPath }, { argv, cwd: ROOT });
   t.equal(launcher.exitCode, null, `the launcher runs under it (${out().trim().split('\n').at(-1)})`);
   const connected = await connectSocketBrowser(socketPath, browserSwitches('127.0.0.1:9'), maxFrameBytes(26_214_400));
